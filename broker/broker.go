@@ -1,0 +1,195 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
+)
+
+// Broker is one simulated Pulsar broker. Create it with New, start it with
+// Listen or Serve, stop it with Close.
+type Broker struct {
+	cfg config
+
+	mu          sync.Mutex
+	ln          net.Listener
+	url         string
+	topics      map[string]*Topic       // by canonical name
+	partitioned map[string]int          // partitioned topic metadata: base name -> partitions
+	schemas     map[string][]*pb.Schema // by base topic name, version = index
+	conns       map[*conn]struct{}
+	nextLedger  uint64
+	nextProd    uint64
+	closed      bool
+
+	wg sync.WaitGroup
+
+	evmu      sync.Mutex
+	hooks     map[uint64]func(Event)
+	nextHook  uint64
+	evSeq     uint64
+	hookCount atomic.Int32
+}
+
+// New returns a broker configured by opts. It serves nothing until Listen or
+// Serve is called.
+func New(opts ...Option) *Broker {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return &Broker{
+		cfg:         cfg,
+		topics:      map[string]*Topic{},
+		partitioned: map[string]int{},
+		schemas:     map[string][]*pb.Schema{},
+		conns:       map[*conn]struct{}{},
+		nextLedger:  1,
+	}
+}
+
+// ErrClosed is returned when a closed broker is asked to serve.
+var ErrClosed = errors.New("broker: closed")
+
+// Listen starts serving on addr ("127.0.0.1:0" picks a free port) and returns
+// at once; the broker accepts connections in the background.
+func (b *Broker) Listen(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	if err := b.attach(ln); err != nil {
+		ln.Close()
+		return err
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.acceptLoop(ln)
+	}()
+	return nil
+}
+
+// Serve accepts connections on ln until the broker is closed. It returns
+// ErrClosed after Close.
+func (b *Broker) Serve(ln net.Listener) error {
+	if err := b.attach(ln); err != nil {
+		return err
+	}
+	b.acceptLoop(ln)
+	return ErrClosed
+}
+
+func (b *Broker) attach(ln net.Listener) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
+	if b.ln != nil {
+		return errors.New("broker: already serving")
+	}
+	b.ln = ln
+	b.url = "pulsar://" + ln.Addr().String()
+	return nil
+}
+
+func (b *Broker) acceptLoop(ln net.Listener) {
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c := newConn(b, nc)
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			nc.Close()
+			return
+		}
+		b.conns[c] = struct{}{}
+		b.wg.Add(2)
+		b.mu.Unlock()
+		go c.readLoop()
+		go c.writeLoop()
+	}
+}
+
+// Addr returns the address the broker listens on, or nil before Listen.
+func (b *Broker) Addr() net.Addr {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ln == nil {
+		return nil
+	}
+	return b.ln.Addr()
+}
+
+// URL returns the broker's service URL, "pulsar://host:port".
+func (b *Broker) URL() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.url
+}
+
+// Close stops the listener, closes every connection and waits until all of
+// the broker's goroutines have returned.
+func (b *Broker) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		b.wg.Wait()
+		return nil
+	}
+	b.closed = true
+	ln := b.ln
+	conns := make([]*conn, 0, len(b.conns))
+	for c := range b.conns {
+		conns = append(conns, c)
+	}
+	b.mu.Unlock()
+	if ln != nil {
+		ln.Close()
+	}
+	for _, c := range conns {
+		c.close()
+	}
+	b.wg.Wait()
+	return nil
+}
+
+func (b *Broker) removeConn(c *conn) {
+	b.mu.Lock()
+	delete(b.conns, c)
+	b.mu.Unlock()
+}
+
+// DropConnections closes every client connection, as a broker crash or a
+// network cut would. Clients see their sockets close and reconnect. It
+// returns how many connections were dropped.
+func (b *Broker) DropConnections() int {
+	b.mu.Lock()
+	conns := make([]*conn, 0, len(b.conns))
+	for c := range b.conns {
+		conns = append(conns, c)
+	}
+	b.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+	return len(conns)
+}
+
+// generatedProducerName returns a producer name in Pulsar's style,
+// "<cluster>-<broker instance>-<counter>".
+func (b *Broker) generatedProducerName() string {
+	b.mu.Lock()
+	n := b.nextProd
+	b.nextProd++
+	b.mu.Unlock()
+	return fmt.Sprintf("%s-0-%d", b.cfg.clusterName, n)
+}

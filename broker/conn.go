@@ -1,0 +1,315 @@
+package broker
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/pulsarsim/pulsarsim/protocol"
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
+)
+
+// maxProtocolVersion is the newest protocol version this broker speaks, as
+// Pulsar 4.0 does.
+const maxProtocolVersion = 21
+
+// conn is one client connection. Its reader goroutine handles commands in
+// order; its writer goroutine drains an outbound buffer so that no topic lock
+// is ever held while writing to the socket.
+type conn struct {
+	b   *Broker
+	nc  net.Conn
+	log *slog.Logger
+
+	// Outbound frames, appended under wmu and flushed by writeLoop.
+	wmu    sync.Mutex
+	wbuf   []byte
+	wake   chan struct{}
+	done   chan struct{}
+	closed bool
+
+	received atomic.Bool // any frame since the last keep-alive tick
+
+	// Owned by the reader goroutine, but also read by broker-side actions.
+	mu        sync.Mutex
+	connected bool
+	version   int32
+	client    string
+	producers map[uint64]*Producer
+	consumers map[uint64]*Consumer
+}
+
+func newConn(b *Broker, nc net.Conn) *conn {
+	return &conn{
+		b:         b,
+		nc:        nc,
+		log:       b.cfg.logger.With("remote", nc.RemoteAddr().String()),
+		wake:      make(chan struct{}, 1),
+		done:      make(chan struct{}),
+		producers: map[uint64]*Producer{},
+		consumers: map[uint64]*Consumer{},
+	}
+}
+
+// send queues cmd for writing. It never blocks on the socket.
+func (c *conn) send(cmd *pb.BaseCommand) { c.sendPayload(cmd, nil) }
+
+// sendPayload queues cmd followed by payload (a MESSAGE and its entry).
+func (c *conn) sendPayload(cmd *pb.BaseCommand, payload []byte) {
+	c.wmu.Lock()
+	if c.closed {
+		c.wmu.Unlock()
+		return
+	}
+	c.wbuf = protocol.AppendPayloadCommand(c.wbuf, cmd, payload)
+	c.wmu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *conn) writeLoop() {
+	defer c.b.wg.Done()
+	var spare []byte
+	ka := time.NewTicker(c.b.cfg.keepAlive)
+	defer ka.Stop()
+	awaitingPong := false
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-ka.C:
+			c.mu.Lock()
+			connected := c.connected
+			c.mu.Unlock()
+			got := c.received.Swap(false)
+			switch {
+			case !connected:
+				c.log.Info("closing connection: no handshake within the keep-alive interval")
+				c.close()
+				return
+			case awaitingPong && !got:
+				c.log.Info("closing connection: no answer to keep-alive ping")
+				c.close()
+				return
+			}
+			awaitingPong = true
+			c.send(protocol.PingCommand())
+			continue
+		case <-c.wake:
+		}
+		c.wmu.Lock()
+		out := c.wbuf
+		c.wbuf = spare[:0]
+		c.wmu.Unlock()
+		if len(out) == 0 {
+			spare = out
+			continue
+		}
+		if _, err := c.nc.Write(out); err != nil {
+			c.close()
+			return
+		}
+		if cap(out) > 1<<20 {
+			out = nil // do not keep a huge buffer around
+		}
+		spare = out
+	}
+}
+
+// close shuts the connection down once. The reader goroutine notices and
+// releases the connection's producers and consumers.
+func (c *conn) close() {
+	c.wmu.Lock()
+	if c.closed {
+		c.wmu.Unlock()
+		return
+	}
+	c.closed = true
+	c.wbuf = nil
+	close(c.done)
+	c.wmu.Unlock()
+	c.nc.Close()
+}
+
+func (c *conn) readLoop() {
+	defer c.b.wg.Done()
+	defer c.release()
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	maxFrame := protocol.MaxFrameSize(c.b.cfg.maxMessageSize)
+	var buf []byte
+	for {
+		body, err := protocol.ReadFrame(r, buf, maxFrame)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				c.log.Info("closing connection", "reason", err)
+			}
+			return
+		}
+		buf = body
+		c.received.Store(true)
+		f, err := protocol.DecodeFrame(body)
+		if err != nil {
+			c.log.Info("closing connection", "reason", err)
+			return
+		}
+		if f.UnknownType {
+			continue
+		}
+		if !c.handle(f) {
+			return
+		}
+		if cap(buf) > 1<<20 {
+			buf = nil // a large frame's buffer is not kept for the small ones
+		}
+	}
+}
+
+// release closes the connection and detaches its producers and consumers.
+func (c *conn) release() {
+	c.close()
+	c.mu.Lock()
+	prods := c.producers
+	cons := c.consumers
+	c.producers = map[uint64]*Producer{}
+	c.consumers = map[uint64]*Consumer{}
+	c.mu.Unlock()
+	for _, p := range prods {
+		p.topic.removeProducer(p)
+	}
+	for _, cs := range cons {
+		cs.detach(false)
+	}
+	c.b.removeConn(c)
+}
+
+// handle runs one command. It returns false when the connection must close,
+// as Pulsar closes it for a protocol violation.
+func (c *conn) handle(f protocol.Frame) bool {
+	cmd := f.Command
+	t := cmd.GetType()
+	c.mu.Lock()
+	connected := c.connected
+	c.mu.Unlock()
+	if !connected {
+		if t != pb.BaseCommand_CONNECT || cmd.Connect == nil {
+			c.log.Info("closing connection: command before CONNECT", "type", t.String())
+			return false
+		}
+		return c.handleConnect(cmd.Connect)
+	}
+	if !hasSubCommand(cmd) {
+		c.log.Info("closing connection: command without its body", "type", t.String())
+		return false
+	}
+	switch t {
+	case pb.BaseCommand_CONNECT:
+		c.log.Info("closing connection: second CONNECT")
+		return false
+	case pb.BaseCommand_PING:
+		c.send(protocol.PongCommand())
+	case pb.BaseCommand_PONG:
+	case pb.BaseCommand_LOOKUP:
+		c.handleLookup(cmd.LookupTopic)
+	case pb.BaseCommand_PARTITIONED_METADATA:
+		c.handlePartitionedMetadata(cmd.PartitionMetadata)
+	case pb.BaseCommand_PRODUCER:
+		c.handleProducer(cmd.Producer)
+	case pb.BaseCommand_SEND:
+		return c.handleSend(cmd.Send, f.Payload)
+	case pb.BaseCommand_CLOSE_PRODUCER:
+		c.handleCloseProducer(cmd.CloseProducer)
+	case pb.BaseCommand_SUBSCRIBE:
+		c.handleSubscribe(cmd.Subscribe)
+	case pb.BaseCommand_FLOW:
+		return c.handleFlow(cmd.Flow)
+	case pb.BaseCommand_ACK:
+		c.handleAck(cmd.Ack)
+	case pb.BaseCommand_REDELIVER_UNACKNOWLEDGED_MESSAGES:
+		c.handleRedeliver(cmd.RedeliverUnacknowledgedMessages)
+	case pb.BaseCommand_CLOSE_CONSUMER:
+		c.handleCloseConsumer(cmd.CloseConsumer)
+	case pb.BaseCommand_UNSUBSCRIBE:
+		c.handleUnsubscribe(cmd.Unsubscribe)
+	case pb.BaseCommand_SEEK:
+		c.handleSeek(cmd.Seek)
+	case pb.BaseCommand_GET_LAST_MESSAGE_ID:
+		c.handleGetLastMessageID(cmd.GetLastMessageId)
+	case pb.BaseCommand_CONSUMER_STATS:
+		c.handleConsumerStats(cmd.ConsumerStats)
+	case pb.BaseCommand_GET_TOPICS_OF_NAMESPACE:
+		return c.handleGetTopicsOfNamespace(cmd.GetTopicsOfNamespace)
+	case pb.BaseCommand_GET_SCHEMA:
+		c.handleGetSchema(cmd.GetSchema)
+	case pb.BaseCommand_GET_OR_CREATE_SCHEMA:
+		c.handleGetOrCreateSchema(cmd.GetOrCreateSchema)
+	case pb.BaseCommand_NEW_TXN, pb.BaseCommand_ADD_PARTITION_TO_TXN, pb.BaseCommand_ADD_SUBSCRIPTION_TO_TXN,
+		pb.BaseCommand_END_TXN, pb.BaseCommand_END_TXN_ON_PARTITION, pb.BaseCommand_END_TXN_ON_SUBSCRIPTION,
+		pb.BaseCommand_TC_CLIENT_CONNECT_REQUEST:
+		c.send(protocol.ErrorCommand(txnRequestID(cmd), pb.ServerError_NotAllowedError,
+			"Transactions are not enabled on pulsarsim"))
+	case pb.BaseCommand_CONNECTED, pb.BaseCommand_SEND_RECEIPT, pb.BaseCommand_SEND_ERROR, pb.BaseCommand_MESSAGE,
+		pb.BaseCommand_SUCCESS, pb.BaseCommand_ERROR, pb.BaseCommand_PRODUCER_SUCCESS,
+		pb.BaseCommand_PARTITIONED_METADATA_RESPONSE, pb.BaseCommand_LOOKUP_RESPONSE,
+		pb.BaseCommand_CONSUMER_STATS_RESPONSE, pb.BaseCommand_REACHED_END_OF_TOPIC,
+		pb.BaseCommand_GET_LAST_MESSAGE_ID_RESPONSE, pb.BaseCommand_ACTIVE_CONSUMER_CHANGE,
+		pb.BaseCommand_GET_TOPICS_OF_NAMESPACE_RESPONSE, pb.BaseCommand_GET_SCHEMA_RESPONSE,
+		pb.BaseCommand_ACK_RESPONSE, pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE:
+		// Commands only a broker sends: Pulsar treats them as a protocol violation.
+		c.log.Info("closing connection: unexpected command from a client", "type", t.String())
+		return false
+	default:
+		// Known to the protocol, not served by this broker: ignored, as Pulsar's
+		// decoder ignores types outside its switch.
+	}
+	return true
+}
+
+// hasSubCommand reports whether the sub-command matching the type is present
+// (Pulsar's decoder requires it, even for PING).
+func hasSubCommand(cmd *pb.BaseCommand) bool {
+	m := cmd.ProtoReflect()
+	fd := m.Descriptor().Fields().ByNumber(protocol.SubCommandField(cmd.GetType()))
+	return fd == nil || m.Has(fd)
+}
+
+func txnRequestID(cmd *pb.BaseCommand) uint64 {
+	for _, r := range []*pb.TxnRequest{cmd.NewTxn, cmd.AddPartitionToTxn, cmd.AddSubscriptionToTxn, cmd.EndTxn,
+		cmd.EndTxnOnPartition, cmd.EndTxnOnSubscription, cmd.TcClientConnectRequest} {
+		if r != nil {
+			return r.GetRequestId()
+		}
+	}
+	return 0
+}
+
+func (c *conn) handleConnect(cc *pb.CommandConnect) bool {
+	v := cc.GetProtocolVersion()
+	if v > maxProtocolVersion {
+		v = maxProtocolVersion
+	}
+	c.mu.Lock()
+	c.connected = true
+	c.version = v
+	c.client = cc.GetClientVersion()
+	c.mu.Unlock()
+	c.log.Debug("client connected", "client", cc.GetClientVersion(), "protocol", cc.GetProtocolVersion())
+	c.send(protocol.Base(pb.BaseCommand_CONNECTED, &pb.CommandConnected{
+		ServerVersion:   proto.String(c.b.cfg.serverVersion),
+		ProtocolVersion: proto.Int32(v),
+		MaxMessageSize:  proto.Int32(int32(c.b.cfg.maxMessageSize)),
+		FeatureFlags: &pb.FeatureFlags{
+			SupportsTopicWatchers:                             proto.Bool(false),
+			SupportsGetPartitionedMetadataWithoutAutoCreation: proto.Bool(true),
+		},
+	}))
+	return true
+}

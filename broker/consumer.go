@@ -1,0 +1,289 @@
+package broker
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	"github.com/pulsarsim/pulsarsim/dispatch"
+	"github.com/pulsarsim/pulsarsim/protocol"
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
+)
+
+// Consumer is one consumer attached to a subscription over a connection.
+type Consumer struct {
+	// ID is the client's consumer_id on its connection.
+	ID       uint64
+	Name     string
+	conn     *conn
+	sub      *Subscription
+	dispID   uint64 // the dispatcher's id: unique within the subscription
+	priority int32
+}
+
+// consumer returns the connection's consumer with this id, or nil.
+func (c *conn) consumer(id uint64) *Consumer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.consumers[id]
+}
+
+// detach removes the consumer from its subscription, as a close or a
+// disconnect does: its pending entries go back to the subscription with their
+// redelivery counts unchanged.
+func (cs *Consumer) detach(byClient bool) {
+	t := cs.sub.topic
+	t.mu.Lock()
+	cs.sub.removeConsumerLocked(cs)
+	t.mu.Unlock()
+	reason := "disconnect"
+	if byClient {
+		reason = "client"
+	}
+	t.b.emit(Event{Kind: EventConsumerClosed, Topic: t.full, Subscription: cs.sub.name, Consumer: cs.Name,
+		ConsumerID: cs.ID, Reason: reason})
+}
+
+// forget removes the consumer from its connection's table.
+func (c *conn) forget(cs *Consumer) {
+	c.mu.Lock()
+	if c.consumers[cs.ID] == cs {
+		delete(c.consumers, cs.ID)
+	}
+	c.mu.Unlock()
+}
+
+func (c *conn) handleCloseConsumer(cc *pb.CommandCloseConsumer) {
+	if cs := c.consumer(cc.GetConsumerId()); cs != nil {
+		c.forget(cs)
+		cs.detach(true)
+	}
+	c.send(protocol.SuccessCommand(cc.GetRequestId()))
+}
+
+// handleFlow adds permits. FLOW with zero permits closes the connection, as
+// Pulsar's checkArgument does.
+func (c *conn) handleFlow(f *pb.CommandFlow) bool {
+	if f.GetMessagePermits() == 0 {
+		c.log.Info("closing connection: FLOW with zero permits")
+		return false
+	}
+	cs := c.consumer(f.GetConsumerId())
+	if cs == nil {
+		return true
+	}
+	t := cs.sub.topic
+	t.mu.Lock()
+	if cs.sub.consumers[cs.dispID] == cs {
+		cs.sub.disp.Flow(cs.dispID, int(f.GetMessagePermits()))
+		cs.sub.dispatchLocked()
+	}
+	t.mu.Unlock()
+	return true
+}
+
+// entryOf returns the entry number of a message id of this topic, or false
+// when the id belongs to another ledger.
+func (t *Topic) entryOf(id *pb.MessageIdData) (int64, bool) {
+	if id.GetLedgerId() != t.ledger || int64(id.GetEntryId()) < 0 {
+		return 0, false
+	}
+	return int64(id.GetEntryId()), true
+}
+
+func (c *conn) handleAck(a *pb.CommandAck) {
+	cs := c.consumer(a.GetConsumerId())
+	if cs == nil {
+		if a.RequestId != nil {
+			c.send(ackResponse(a, pb.ServerError_ConsumerNotFound, "Consumer not found"))
+		}
+		return
+	}
+	s := cs.sub
+	t := s.topic
+	cumulative := a.GetAckType() == pb.CommandAck_Cumulative
+	var acked []MessageID
+	t.mu.Lock()
+	if s.consumers[cs.dispID] == cs && t.name.Persistent {
+		for _, id := range a.GetMessageId() {
+			n, ok := t.entryOf(id)
+			if !ok {
+				continue
+			}
+			e := t.log.get(n)
+			switch {
+			case cumulative:
+				if s.typ == dispatch.Shared || s.typ == dispatch.KeyShared {
+					continue // silently ignored, as in Pulsar
+				}
+				s.disp.AckCumulative(cs.dispID, n)
+			case len(id.GetAckSet()) > 0 && t.b.cfg.batchIndexAck && e != nil && e.batched:
+				s.disp.AckBatchIndexes(n, int(e.messages), id.GetAckSet())
+			default:
+				s.disp.Ack(n)
+			}
+			ev := t.eventID(n)
+			acked = append(acked, ev)
+		}
+		s.dispatchLocked()
+	}
+	t.mu.Unlock()
+	for _, id := range acked {
+		c.b.emit(Event{Kind: EventAcked, Topic: t.full, Subscription: s.name, Consumer: cs.Name, ConsumerID: cs.ID,
+			ID: id, Cumulative: cumulative})
+	}
+	if a.RequestId != nil {
+		c.send(ackResponse(a, 0, ""))
+	}
+}
+
+func ackResponse(a *pb.CommandAck, code pb.ServerError, msg string) *pb.BaseCommand {
+	r := &pb.CommandAckResponse{ConsumerId: proto.Uint64(a.GetConsumerId()), RequestId: proto.Uint64(a.GetRequestId())}
+	if msg != "" {
+		r.Error = code.Enum()
+		r.Message = proto.String(msg)
+	}
+	return protocol.Base(pb.BaseCommand_ACK_RESPONSE, r)
+}
+
+func (c *conn) handleRedeliver(r *pb.CommandRedeliverUnacknowledgedMessages) {
+	cs := c.consumer(r.GetConsumerId())
+	if cs == nil {
+		return
+	}
+	s := cs.sub
+	t := s.topic
+	var ids []MessageID
+	t.mu.Lock()
+	if s.consumers[cs.dispID] == cs {
+		if len(r.GetMessageIds()) == 0 {
+			s.disp.RedeliverAll(cs.dispID)
+		} else {
+			entries := make([]int64, 0, len(r.GetMessageIds()))
+			for _, id := range r.GetMessageIds() {
+				if n, ok := t.entryOf(id); ok {
+					entries = append(entries, n)
+					ids = append(ids, t.eventID(n))
+				}
+			}
+			s.disp.Redeliver(cs.dispID, entries)
+		}
+		s.dispatchLocked()
+	}
+	t.mu.Unlock()
+	c.b.emit(Event{Kind: EventRedeliveryAsked, Topic: t.full, Subscription: s.name, Consumer: cs.Name,
+		ConsumerID: cs.ID, IDs: ids})
+}
+
+// handleUnsubscribe deletes the subscription when the caller is its only
+// consumer, or when forced; otherwise MetadataError, as in Pulsar.
+func (c *conn) handleUnsubscribe(u *pb.CommandUnsubscribe) {
+	cs := c.consumer(u.GetConsumerId())
+	if cs == nil {
+		c.send(protocol.ErrorCommand(u.GetRequestId(), pb.ServerError_MetadataError, "Consumer not found"))
+		return
+	}
+	s := cs.sub
+	t := s.topic
+	t.mu.Lock()
+	if s.consumers[cs.dispID] != cs || (!u.GetForce() && len(s.consumers) != 1) {
+		t.mu.Unlock()
+		c.send(protocol.ErrorCommand(u.GetRequestId(), pb.ServerError_MetadataError,
+			"Unconnected or shared consumer attempting to unsubscribe"))
+		return
+	}
+	others := s.closeConsumersLocked(cs)
+	s.removeConsumerLocked(cs)
+	delete(t.subs, s.name)
+	t.mu.Unlock()
+	c.forget(cs)
+	for _, o := range others {
+		o.conn.forget(o)
+	}
+	c.send(protocol.SuccessCommand(u.GetRequestId()))
+}
+
+// closeConsumersLocked closes every consumer of the subscription but keep
+// from the broker side: each gets CLOSE_CONSUMER and is detached. The caller
+// removes them from their connections' tables once the topic lock is released.
+func (s *Subscription) closeConsumersLocked(keep *Consumer) []*Consumer {
+	var closed []*Consumer
+	for _, o := range s.consumers {
+		if o == keep {
+			continue
+		}
+		o.conn.send(protocol.Base(pb.BaseCommand_CLOSE_CONSUMER, &pb.CommandCloseConsumer{
+			ConsumerId: proto.Uint64(o.ID), RequestId: proto.Uint64(minusOne),
+		}))
+		closed = append(closed, o)
+	}
+	for _, o := range closed {
+		s.removeConsumerLocked(o)
+	}
+	return closed
+}
+
+// minusOne is -1 as an unsigned request id: a broker-initiated close.
+const minusOne = ^uint64(0)
+
+// handleGetLastMessageID answers with the topic's last entry (its last batch
+// index for a batch) and the subscription's mark-delete position.
+func (c *conn) handleGetLastMessageID(g *pb.CommandGetLastMessageId) {
+	cs := c.consumer(g.GetConsumerId())
+	if cs == nil {
+		c.send(protocol.ErrorCommand(g.GetRequestId(), pb.ServerError_ConsumerNotFound, "Consumer not found"))
+		return
+	}
+	t := cs.sub.topic
+	t.mu.Lock()
+	last := t.lastMessageIDLocked()
+	md := protocol.MessageID(t.ledger, uint64(cs.sub.cur.MarkDelete()), int32(t.name.Partition))
+	t.mu.Unlock()
+	c.send(protocol.Base(pb.BaseCommand_GET_LAST_MESSAGE_ID_RESPONSE, &pb.CommandGetLastMessageIdResponse{
+		RequestId: proto.Uint64(g.GetRequestId()), LastMessageId: last, ConsumerMarkDeletePosition: md,
+	}))
+}
+
+// lastMessageIDLocked returns the id of the topic's last message: (-1, -1)
+// for an empty topic, with the batch index of the last message of a batch.
+func (t *Topic) lastMessageIDLocked() *pb.MessageIdData {
+	n := t.log.end() - 1
+	if n < 0 {
+		id := protocol.MessageID(minusOne, minusOne, int32(t.name.Partition))
+		id.Partition = proto.Int32(int32(t.name.Partition))
+		return id
+	}
+	id := protocol.MessageID(t.ledger, uint64(n), int32(t.name.Partition))
+	id.Partition = proto.Int32(int32(t.name.Partition))
+	if e := t.log.get(n); e != nil && e.batched {
+		id.BatchIndex = proto.Int32(e.messages - 1)
+	}
+	return id
+}
+
+// handleConsumerStats answers CONSUMER_STATS from the dispatcher's snapshot.
+func (c *conn) handleConsumerStats(st *pb.CommandConsumerStats) {
+	resp := &pb.CommandConsumerStatsResponse{RequestId: proto.Uint64(st.GetRequestId())}
+	cs := c.consumer(st.GetConsumerId())
+	if cs == nil {
+		resp.ErrorCode = pb.ServerError_ConsumerNotFound.Enum()
+		resp.ErrorMessage = proto.String("Consumer not found")
+	} else {
+		t := cs.sub.topic
+		t.mu.Lock()
+		snap := cs.sub.disp.Snapshot()
+		backlog := cs.sub.cur.Backlog(t.log.end())
+		typ := cs.sub.typ.String()
+		t.mu.Unlock()
+		resp.ConsumerName = proto.String(cs.Name)
+		resp.Type = proto.String(typ)
+		resp.MsgBacklog = proto.Uint64(uint64(backlog))
+		resp.Address = proto.String(c.nc.RemoteAddr().String())
+		for _, sc := range snap.Consumers {
+			if sc.ID == cs.dispID {
+				resp.AvailablePermits = proto.Uint64(uint64(max(sc.Permits, 0)))
+				resp.UnackedMessages = proto.Uint64(uint64(sc.Unacked))
+				resp.BlockedConsumerOnUnackedMsgs = proto.Bool(sc.Blocked)
+			}
+		}
+	}
+	c.send(protocol.Base(pb.BaseCommand_CONSUMER_STATS_RESPONSE, resp))
+}

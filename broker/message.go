@@ -1,0 +1,155 @@
+package broker
+
+import (
+	"bytes"
+	"compress/zlib"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+
+	"github.com/pulsarsim/pulsarsim/protocol"
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
+)
+
+// Message is one stored message as a plain value: a batch entry gives one
+// Message per batch index.
+type Message struct {
+	ID            MessageID
+	Producer      string
+	SequenceID    uint64
+	Key           string
+	OrderingKey   []byte
+	Properties    map[string]string
+	EventTime     time.Time // zero when the producer set none
+	PublishTime   time.Time
+	DeliverAt     time.Time // zero unless delayed
+	Payload       []byte
+	Compression   string // codec the producer used: "NONE", "LZ4", "ZSTD"…
+	BatchSize     int32  // messages in the entry; 0 when not batched
+	SchemaVersion []byte
+}
+
+// decodeEntry expands a stored entry into its messages, decompressing the
+// payload as needed.
+func decodeEntry(data []byte, id MessageID) ([]Message, error) {
+	pl, err := protocol.ParsePayload(data)
+	if err != nil {
+		return nil, err
+	}
+	md := pl.Metadata
+	body, err := decompress(md.GetCompression(), pl.Body, int(md.GetUncompressedSize()))
+	if err != nil {
+		return nil, err
+	}
+	base := Message{
+		Producer:      md.GetProducerName(),
+		SequenceID:    md.GetSequenceId(),
+		PublishTime:   time.UnixMilli(int64(md.GetPublishTime())),
+		Compression:   md.GetCompression().String(),
+		SchemaVersion: md.GetSchemaVersion(),
+	}
+	if md.DeliverAtTime != nil {
+		base.DeliverAt = time.UnixMilli(md.GetDeliverAtTime())
+	}
+	if md.NumMessagesInBatch == nil {
+		m := base
+		m.ID = id
+		m.Key = md.GetPartitionKey()
+		m.OrderingKey = md.GetOrderingKey()
+		m.Properties = properties(md.GetProperties())
+		if md.GetEventTime() != 0 {
+			m.EventTime = time.UnixMilli(int64(md.GetEventTime()))
+		}
+		m.Payload = bytes.Clone(body)
+		return []Message{m}, nil
+	}
+	singles, err := protocol.SplitBatch(body, int(md.GetNumMessagesInBatch()))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Message, len(singles))
+	for i, s := range singles {
+		m := base
+		m.ID = id
+		m.ID.BatchIndex = int32(i)
+		m.BatchSize = md.GetNumMessagesInBatch()
+		m.SequenceID = s.Metadata.GetSequenceId()
+		if s.Metadata.SequenceId == nil {
+			m.SequenceID = md.GetSequenceId() + uint64(i)
+		}
+		m.Key = s.Metadata.GetPartitionKey()
+		m.OrderingKey = s.Metadata.GetOrderingKey()
+		m.Properties = properties(s.Metadata.GetProperties())
+		if s.Metadata.GetEventTime() != 0 {
+			m.EventTime = time.UnixMilli(int64(s.Metadata.GetEventTime()))
+		}
+		m.Payload = bytes.Clone(s.Payload)
+		out[i] = m
+	}
+	return out, nil
+}
+
+var zstdDecoder, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+
+// decompress undoes the producer's compression of a payload.
+func decompress(codec pb.CompressionType, b []byte, size int) ([]byte, error) {
+	switch codec {
+	case pb.CompressionType_NONE:
+		return b, nil
+	case pb.CompressionType_LZ4:
+		out := make([]byte, size)
+		n, err := lz4.UncompressBlock(b, out)
+		if err != nil {
+			return nil, fmt.Errorf("lz4: %w", err)
+		}
+		return out[:n], nil
+	case pb.CompressionType_ZLIB:
+		r, err := zlib.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("zlib: %w", err)
+		}
+		defer r.Close()
+		return io.ReadAll(r)
+	case pb.CompressionType_ZSTD:
+		return zstdDecoder.DecodeAll(b, make([]byte, 0, size))
+	case pb.CompressionType_SNAPPY:
+		return snappy.Decode(make([]byte, size), b)
+	}
+	return nil, fmt.Errorf("unknown compression %v", codec)
+}
+
+// Messages returns the stored messages of a topic, oldest first, with batches
+// expanded. It returns nil for a topic that does not exist.
+func (b *Broker) Messages(topic string) ([]Message, error) {
+	tn, err := ParseTopicName(topic)
+	if err != nil {
+		return nil, err
+	}
+	t := b.lookupTopic(tn.String())
+	if t == nil {
+		return nil, nil
+	}
+	t.mu.Lock()
+	type stored struct {
+		data []byte
+		id   MessageID
+	}
+	entries := make([]stored, 0, len(t.log.entries))
+	for i, e := range t.log.entries {
+		entries = append(entries, stored{e.data, t.eventID(t.log.base + int64(i))})
+	}
+	t.mu.Unlock()
+	var out []Message
+	for _, e := range entries {
+		ms, err := decodeEntry(e.data, e.id)
+		if err != nil {
+			return out, fmt.Errorf("entry %d:%d: %w", e.id.Ledger, e.id.Entry, err)
+		}
+		out = append(out, ms...)
+	}
+	return out, nil
+}

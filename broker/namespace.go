@@ -1,0 +1,105 @@
+package broker
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"regexp"
+	"sort"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/pulsarsim/pulsarsim/protocol"
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
+)
+
+// handleGetTopicsOfNamespace lists a namespace's topics (each partition of a
+// partitioned topic separately), filtered by the request's pattern. An
+// invalid namespace closes the connection, as in Pulsar.
+func (c *conn) handleGetTopicsOfNamespace(g *pb.CommandGetTopicsOfNamespace) bool {
+	ns := g.GetNamespace()
+	tenant, name, ok := strings.Cut(ns, "/")
+	if !ok || !namedEntity.MatchString(tenant) || !namedEntity.MatchString(name) {
+		c.log.Info("closing connection: invalid namespace", "namespace", ns)
+		return false
+	}
+	topics := c.b.TopicsOfNamespace(ns, g.GetMode())
+	resp := &pb.CommandGetTopicsOfNamespaceResponse{RequestId: proto.Uint64(g.GetRequestId())}
+	if p := g.GetTopicsPattern(); p != "" {
+		if _, after, found := strings.Cut(p, "://"); found {
+			p = after
+		}
+		re, err := regexp.Compile("^(?:" + p + ")$")
+		if err == nil {
+			kept := topics[:0]
+			for _, tp := range topics {
+				_, local, _ := strings.Cut(tp, "://")
+				if re.MatchString(local) {
+					kept = append(kept, tp)
+				}
+			}
+			topics = kept
+		}
+		resp.Filtered = proto.Bool(true)
+	}
+	hash := topicsHash(topics)
+	resp.TopicsHash = proto.String(hash)
+	if g.GetTopicsHash() == hash {
+		resp.Changed = proto.Bool(false)
+	} else {
+		resp.Changed = proto.Bool(true)
+		resp.Topics = topics
+	}
+	c.send(protocol.Base(pb.BaseCommand_GET_TOPICS_OF_NAMESPACE_RESPONSE, resp))
+	return true
+}
+
+// TopicsOfNamespace returns the sorted full names of the topics in the
+// namespace "tenant/ns" for the given mode: persistent, non-persistent or all.
+// A partitioned topic appears as its partitions.
+func (b *Broker) TopicsOfNamespace(ns string, mode pb.CommandGetTopicsOfNamespace_Mode) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	set := map[string]bool{}
+	want := func(tn TopicName) bool {
+		if tn.NamespaceName() != ns {
+			return false
+		}
+		switch mode {
+		case pb.CommandGetTopicsOfNamespace_PERSISTENT:
+			return tn.Persistent
+		case pb.CommandGetTopicsOfNamespace_NON_PERSISTENT:
+			return !tn.Persistent
+		}
+		return true
+	}
+	for _, t := range b.topics {
+		if want(t.name) {
+			set[t.full] = true
+		}
+	}
+	for base, n := range b.partitioned {
+		tn, err := ParseTopicName(base)
+		if err != nil || !want(tn) {
+			continue
+		}
+		for i := 0; i < n; i++ {
+			set[tn.PartitionName(i).String()] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for name := range set {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// topicsHash is Pulsar's topic-list hash: the CRC32C of the sorted names
+// joined with ",", written as the hex of its little-endian bytes.
+func topicsHash(topics []string) string {
+	sorted := append([]string(nil), topics...)
+	sort.Strings(sorted)
+	sum := protocol.Checksum([]byte(strings.Join(sorted, ",")))
+	return hex.EncodeToString(binary.LittleEndian.AppendUint32(nil, sum))
+}

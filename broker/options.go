@@ -1,0 +1,72 @@
+package broker
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/pulsarsim/pulsarsim/protocol"
+)
+
+// Option configures a Broker. Options are plain values: two brokers in one
+// process share nothing.
+type Option func(*config)
+
+type config struct {
+	maxMessageSize    int
+	autoCreateTopics  bool
+	keepAlive         time.Duration
+	logger            *slog.Logger
+	clock             Clock
+	clusterName       string
+	serverVersion     string
+	maxUnackedPerCons int
+	batchIndexAck     bool
+}
+
+func defaultConfig() config {
+	return config{
+		maxMessageSize:    protocol.DefaultMaxMessageSize,
+		autoCreateTopics:  true,
+		keepAlive:         30 * time.Second,
+		logger:            slog.New(slog.DiscardHandler),
+		clock:             SystemClock{},
+		clusterName:       "standalone",
+		serverVersion:     "Pulsar Server4.0.0-pulsarsim",
+		maxUnackedPerCons: 50000,
+		batchIndexAck:     true,
+	}
+}
+
+// WithMaxMessageSize sets maxMessageSize, advertised in CONNECTED; frames
+// larger than it plus 10 KiB close their connection. Default 5 MiB.
+func WithMaxMessageSize(n int) Option { return func(c *config) { c.maxMessageSize = n } }
+
+// WithAutoTopicCreation turns automatic (non-partitioned) topic creation on
+// or off. Default on, as in a Pulsar standalone.
+func WithAutoTopicCreation(on bool) Option { return func(c *config) { c.autoCreateTopics = on } }
+
+// WithKeepAlive sets the keep-alive interval: the broker pings an idle client
+// every interval and drops one that stayed silent for a whole interval after a
+// ping. Default 30 s, as Pulsar's keepAliveIntervalSeconds.
+func WithKeepAlive(d time.Duration) Option { return func(c *config) { c.keepAlive = d } }
+
+// WithLogger sets the logger. Default: discard.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithClock sets the broker clock read by message TTL and delayed delivery.
+// Default: the system clock.
+func WithClock(clk Clock) Option { return func(c *config) { c.clock = clk } }
+
+// WithClusterName sets the cluster name used in generated producer names.
+// Default "standalone".
+func WithClusterName(name string) Option { return func(c *config) { c.clusterName = name } }
+
+// WithMaxUnackedMessagesPerConsumer sets maxUnackedMessagesPerConsumer for
+// Shared and Key_Shared consumers; 0 means no limit. Default 50,000.
+func WithMaxUnackedMessagesPerConsumer(n int) Option {
+	return func(c *config) { c.maxUnackedPerCons = n }
+}
+
+// WithBatchIndexAck turns acknowledgementAtBatchIndexLevelEnabled on or off.
+// Default on, as in Pulsar 4.0.
+func WithBatchIndexAck(on bool) Option { return func(c *config) { c.batchIndexAck = on } }

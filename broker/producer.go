@@ -1,0 +1,188 @@
+package broker
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/pulsarsim/pulsarsim/protocol"
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
+)
+
+// Producer is one producer attached to a topic over a connection.
+type Producer struct {
+	ID    uint64
+	Name  string
+	topic *Topic
+	conn  *conn
+	sent  atomic.Int64
+
+	schemaVersion []byte
+}
+
+func (c *conn) handleProducer(p *pb.CommandProducer) {
+	reqID := p.GetRequestId()
+	tn, err := ParseTopicName(p.GetTopic())
+	if err != nil {
+		c.send(protocol.ErrorCommand(reqID, pb.ServerError_InvalidTopicName, err.Error()))
+		return
+	}
+	c.mu.Lock()
+	if old := c.producers[p.GetProducerId()]; old != nil {
+		c.mu.Unlock()
+		// A repeated PRODUCER for a live id succeeds again, as in Pulsar.
+		c.send(c.producerSuccess(reqID, old))
+		return
+	}
+	c.mu.Unlock()
+	if c.b.partitions(tn) > 0 {
+		c.send(protocol.ErrorCommand(reqID, pb.ServerError_NotAllowedError,
+			fmt.Sprintf("Cannot produce to partitioned topic %s directly; produce to its partitions", tn)))
+		return
+	}
+	t, ok := c.b.getOrCreateTopic(tn, c.b.cfg.autoCreateTopics)
+	if !ok {
+		c.send(protocol.ErrorCommand(reqID, pb.ServerError_TopicNotFound, "Topic not found"))
+		return
+	}
+	name := p.GetProducerName()
+	if name == "" {
+		name = c.b.generatedProducerName()
+	}
+	prod := &Producer{ID: p.GetProducerId(), Name: name, topic: t, conn: c}
+	t.mu.Lock()
+	for other := range t.producers {
+		if other.Name == name {
+			t.mu.Unlock()
+			c.send(protocol.ErrorCommand(reqID, pb.ServerError_ProducerBusy,
+				fmt.Sprintf("Producer with name '%s' is already connected to topic", name)))
+			return
+		}
+	}
+	if sub := p.GetInitialSubscriptionName(); sub != "" {
+		t.ensureSubscriptionLocked(sub)
+	}
+	t.producers[prod] = struct{}{}
+	t.mu.Unlock()
+	prod.schemaVersion = c.b.schemaVersion(tn, p.Schema)
+	c.mu.Lock()
+	c.producers[prod.ID] = prod
+	c.mu.Unlock()
+	c.b.emit(Event{Kind: EventProducerOpened, Topic: t.full, Producer: name})
+	c.send(c.producerSuccess(reqID, prod))
+}
+
+func (c *conn) producerSuccess(reqID uint64, p *Producer) *pb.BaseCommand {
+	return protocol.Base(pb.BaseCommand_PRODUCER_SUCCESS, &pb.CommandProducerSuccess{
+		RequestId:      proto.Uint64(reqID),
+		ProducerName:   proto.String(p.Name),
+		LastSequenceId: proto.Int64(-1),
+		SchemaVersion:  p.schemaVersion,
+		ProducerReady:  proto.Bool(true),
+	})
+}
+
+// handleSend stores one SEND as one entry and answers with its receipt. A SEND
+// for a producer id this connection never opened closes the connection, as in
+// Pulsar.
+func (c *conn) handleSend(s *pb.CommandSend, payload []byte) bool {
+	c.mu.Lock()
+	prod := c.producers[s.GetProducerId()]
+	c.mu.Unlock()
+	if prod == nil {
+		c.log.Info("closing connection: SEND for an unknown producer", "producer_id", s.GetProducerId())
+		return false
+	}
+	sendError := func(code pb.ServerError, msg string) bool {
+		c.send(protocol.Base(pb.BaseCommand_SEND_ERROR, &pb.CommandSendError{
+			ProducerId: proto.Uint64(s.GetProducerId()), SequenceId: proto.Uint64(s.GetSequenceId()),
+			Error: code.Enum(), Message: proto.String(msg),
+		}))
+		return true
+	}
+	pl, err := protocol.ParsePayload(payload)
+	if err != nil {
+		c.log.Info("closing connection", "reason", err)
+		return false
+	}
+	if !pl.ChecksumValid() {
+		return sendError(pb.ServerError_ChecksumError, "Checksum failed on the broker")
+	}
+	e := newEntry(payload, pl.Metadata)
+	t := prod.topic
+	t.mu.Lock()
+	if t.deleted {
+		t.mu.Unlock()
+		return sendError(pb.ServerError_TopicNotFound, "Topic was deleted")
+	}
+	n := t.appendLocked(e)
+	id := t.messageID(n)
+	t.mu.Unlock()
+	prod.sent.Add(1)
+	if c.b.tracing() {
+		c.b.emit(Event{Kind: EventPublished, Topic: t.full, Producer: prod.Name, ID: t.eventID(n),
+			Properties: properties(pl.Metadata.GetProperties())})
+	}
+	highest := s.GetHighestSequenceId()
+	if highest == 0 {
+		highest = s.GetSequenceId()
+	}
+	c.send(protocol.Base(pb.BaseCommand_SEND_RECEIPT, &pb.CommandSendReceipt{
+		ProducerId:        proto.Uint64(s.GetProducerId()),
+		SequenceId:        proto.Uint64(s.GetSequenceId()),
+		MessageId:         &pb.MessageIdData{LedgerId: id.LedgerId, EntryId: id.EntryId},
+		HighestSequenceId: proto.Uint64(highest),
+	}))
+	return true
+}
+
+// newEntry copies a SEND's payload into a stored entry.
+func newEntry(payload []byte, md *pb.MessageMetadata) *entry {
+	e := &entry{
+		data:        append([]byte(nil), payload...),
+		publishTime: md.GetPublishTime(),
+		messages:    1,
+		deliverAt:   md.GetDeliverAtTime(),
+	}
+	if md.NumMessagesInBatch != nil {
+		e.batched = true
+		e.messages = md.GetNumMessagesInBatch()
+	}
+	switch {
+	case len(md.OrderingKey) > 0:
+		e.key = md.OrderingKey
+	case md.PartitionKey != nil:
+		e.key = []byte(md.GetPartitionKey())
+	default:
+		e.key = noneKey
+	}
+	return e
+}
+
+// properties turns key-value pairs into a map, nil when there are none.
+func properties(kvs []*pb.KeyValue) map[string]string {
+	if len(kvs) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		m[kv.GetKey()] = kv.GetValue()
+	}
+	return m
+}
+
+// noneKey is the sticky key of a message with neither ordering nor partition key.
+var noneKey = []byte("NONE_KEY")
+
+func (c *conn) handleCloseProducer(cp *pb.CommandCloseProducer) {
+	c.mu.Lock()
+	prod := c.producers[cp.GetProducerId()]
+	delete(c.producers, cp.GetProducerId())
+	c.mu.Unlock()
+	if prod != nil {
+		prod.topic.removeProducer(prod)
+		c.b.emit(Event{Kind: EventProducerClosed, Topic: prod.topic.full, Producer: prod.Name})
+	}
+	c.send(protocol.SuccessCommand(cp.GetRequestId()))
+}

@@ -1,0 +1,294 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/pulsarsim/pulsarsim/cursor"
+	"github.com/pulsarsim/pulsarsim/dispatch"
+	"github.com/pulsarsim/pulsarsim/protocol"
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
+)
+
+// Subscription is one subscription of a topic: its cursor, its dispatcher
+// and its consumers. It changes only under its topic's lock.
+type Subscription struct {
+	topic   *Topic
+	name    string
+	durable bool
+
+	cur       *cursor.Cursor
+	disp      *dispatch.Dispatcher
+	typ       dispatch.SubType
+	consumers map[uint64]*Consumer // by dispatcher id
+	nextID    uint64
+	active    uint64 // Failover: the consumer last told it is active
+	hasActive bool
+}
+
+// topicLog adapts a topic's log to dispatch.Log. It is used under the
+// topic's lock only.
+type topicLog struct{ t *Topic }
+
+func (l topicLog) End() int64 { return l.t.log.end() }
+
+func (l topicLog) Info(n int64) dispatch.EntryInfo {
+	e := l.t.log.get(n)
+	if e == nil {
+		return dispatch.EntryInfo{Messages: 1, Key: noneKey}
+	}
+	return dispatch.EntryInfo{Messages: e.messages, Key: e.key}
+}
+
+// newSubscriptionLocked creates a subscription whose cursor's mark-delete
+// position is markDelete.
+func (t *Topic) newSubscriptionLocked(name string, durable bool, markDelete int64) *Subscription {
+	s := &Subscription{
+		topic:     t,
+		name:      name,
+		durable:   durable,
+		cur:       cursor.New(markDelete),
+		consumers: map[uint64]*Consumer{},
+	}
+	t.subs[name] = s
+	return s
+}
+
+// ensureSubscriptionLocked creates a durable subscription at the end of the
+// log (Latest) if there is none with this name.
+func (t *Topic) ensureSubscriptionLocked(name string) {
+	if t.subs[name] == nil {
+		t.newSubscriptionLocked(name, true, t.log.end()-1)
+	}
+}
+
+// dispatcherOptions returns the dispatcher options for a subscription of type
+// typ on this topic.
+func (s *Subscription) dispatcherOptions(typ dispatch.SubType) dispatch.Options {
+	o := dispatch.DefaultOptions(typ)
+	o.Topic = s.topic.full
+	o.PartitionIndex = s.topic.name.Partition
+	o.MaxUnackedPerConsumer = s.topic.b.cfg.maxUnackedPerCons
+	if o.MaxUnackedPerConsumer == 0 || !s.durable {
+		o.MaxUnackedPerConsumer = -1
+	}
+	return o
+}
+
+// startPosition returns the mark-delete position for a new subscription:
+// before the first entry for Earliest, at the last entry for Latest, or
+// before a reader's start message id.
+func (t *Topic) startPosition(sub *pb.CommandSubscribe) int64 {
+	latest := t.log.end() - 1
+	earliest := t.log.base - 1
+	if !sub.GetDurable() {
+		id := sub.GetStartMessageId()
+		switch {
+		case id == nil:
+			return latest
+		case int64(id.GetLedgerId()) < 0 || id.GetLedgerId() < t.ledger:
+			return earliest
+		case id.GetLedgerId() > t.ledger || id.GetEntryId() > math.MaxInt64/2:
+			return latest
+		}
+		// Delivery starts at the given entry, inclusive: the client drops the
+		// start message itself when it asked for an exclusive start.
+		return max(int64(id.GetEntryId())-1, earliest)
+	}
+	if sub.GetInitialPosition() == pb.CommandSubscribe_Earliest {
+		return earliest
+	}
+	return latest
+}
+
+func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
+	reqID := sub.GetRequestId()
+	fail := func(code pb.ServerError, msg string) {
+		c.send(protocol.ErrorCommand(reqID, code, msg))
+	}
+	tn, err := ParseTopicName(sub.GetTopic())
+	if err != nil {
+		fail(pb.ServerError_InvalidTopicName, err.Error())
+		return
+	}
+	if sub.GetSubscription() == "" {
+		fail(pb.ServerError_ProducerBusy, "Empty subscription name")
+		return
+	}
+	if c.b.partitions(tn) > 0 {
+		fail(pb.ServerError_NotAllowedError, fmt.Sprintf("Cannot subscribe to partitioned topic %s directly; subscribe to its partitions", tn))
+		return
+	}
+	if sub.GetReadCompacted() && (sub.GetSubType() == pb.CommandSubscribe_Shared || sub.GetSubType() == pb.CommandSubscribe_Key_Shared) {
+		fail(pb.ServerError_NotAllowedError, "readCompacted only allowed on failover or exclusive subscriptions")
+		return
+	}
+	c.mu.Lock()
+	_, dup := c.consumers[sub.GetConsumerId()]
+	c.mu.Unlock()
+	if dup {
+		// The same consumer subscribing again on a live connection: Pulsar
+		// answers success for an already-created consumer.
+		c.send(protocol.SuccessCommand(reqID))
+		return
+	}
+	t, ok := c.b.getOrCreateTopic(tn, c.b.cfg.autoCreateTopics && sub.GetForceTopicCreation())
+	if !ok {
+		fail(pb.ServerError_TopicNotFound, "Topic does not exist")
+		return
+	}
+	typ := dispatch.SubType(sub.GetSubType())
+	name := sub.GetConsumerName()
+	spec := dispatch.ConsumerSpec{Name: name, Priority: sub.GetPriorityLevel(), Epoch: -1}
+	if sub.ConsumerEpoch != nil {
+		spec.Epoch = int64(sub.GetConsumerEpoch())
+	}
+	if ks := sub.GetKeySharedMeta(); ks != nil {
+		spec.KeySharedMode = dispatch.KeySharedMode(ks.GetKeySharedMode())
+		for _, r := range ks.GetHashRanges() {
+			spec.Ranges = append(spec.Ranges, dispatch.Range{Start: r.GetStart(), End: r.GetEnd()})
+		}
+	}
+
+	t.mu.Lock()
+	if t.deleted {
+		t.mu.Unlock()
+		fail(pb.ServerError_TopicNotFound, "Topic was deleted")
+		return
+	}
+	s := t.subs[sub.GetSubscription()]
+	switch {
+	case s == nil:
+		s = t.newSubscriptionLocked(sub.GetSubscription(), sub.GetDurable(), t.startPosition(sub))
+	case s.durable && !sub.GetDurable():
+		t.mu.Unlock()
+		fail(pb.ServerError_NotAllowedError, "Durable subscription with the same name already exists.")
+		return
+	case !s.durable && sub.GetDurable():
+		t.mu.Unlock()
+		fail(pb.ServerError_NotAllowedError, "NonDurable subscription with the same name already exists.")
+		return
+	}
+	if len(s.consumers) > 0 && s.typ != typ {
+		t.mu.Unlock()
+		fail(pb.ServerError_ConsumerBusy, "Subscription is of different type")
+		return
+	}
+	if len(s.consumers) == 0 && (s.disp == nil || s.typ != typ) {
+		s.typ = typ
+		s.disp = dispatch.New(s.dispatcherOptions(typ), s.cur)
+		s.hasActive = false
+	}
+	s.nextID++
+	spec.ID = s.nextID
+	if err := s.disp.AddConsumer(spec); err != nil {
+		if len(s.consumers) == 0 && !s.durable {
+			delete(t.subs, s.name)
+		}
+		t.mu.Unlock()
+		switch {
+		case errors.Is(err, dispatch.ErrConsumerAssign):
+			fail(pb.ServerError_ConsumerAssignError, err.Error())
+		case typ == dispatch.Exclusive:
+			fail(pb.ServerError_ConsumerBusy, "Exclusive consumer is already connected")
+		default:
+			fail(pb.ServerError_ConsumerBusy, err.Error())
+		}
+		return
+	}
+	cons := &Consumer{
+		ID: sub.GetConsumerId(), Name: name, conn: c, sub: s, dispID: spec.ID,
+		priority: sub.GetPriorityLevel(),
+	}
+	s.consumers[spec.ID] = cons
+	c.mu.Lock()
+	c.consumers[cons.ID] = cons
+	c.mu.Unlock()
+	c.b.emit(Event{Kind: EventConsumerOpened, Topic: t.full, Subscription: s.name, Consumer: name, ConsumerID: cons.ID})
+	c.send(protocol.SuccessCommand(reqID))
+	s.notifyActiveLocked()
+	s.dispatchLocked()
+	t.mu.Unlock()
+}
+
+// notifyActiveLocked sends ACTIVE_CONSUMER_CHANGE to every consumer of a
+// Failover subscription when its active consumer changed.
+func (s *Subscription) notifyActiveLocked() {
+	if s.typ != dispatch.Failover {
+		return
+	}
+	id, ok := s.disp.Active()
+	if !ok || (s.hasActive && id == s.active) {
+		return
+	}
+	s.active, s.hasActive = id, true
+	for did, cons := range s.consumers {
+		cons.conn.send(protocol.Base(pb.BaseCommand_ACTIVE_CONSUMER_CHANGE, &pb.CommandActiveConsumerChange{
+			ConsumerId: proto.Uint64(cons.ID), IsActive: proto.Bool(did == id),
+		}))
+	}
+}
+
+// dispatchLocked asks the dispatcher what to send now and sends it.
+func (s *Subscription) dispatchLocked() {
+	if s.disp == nil || len(s.consumers) == 0 {
+		return
+	}
+	t := s.topic
+	for _, d := range s.disp.Dispatch(topicLog{t}) {
+		cons := s.consumers[d.Consumer]
+		e := t.log.get(d.Entry)
+		if cons == nil || e == nil {
+			continue
+		}
+		id := t.messageID(d.Entry)
+		msg := &pb.CommandMessage{ConsumerId: proto.Uint64(cons.ID), MessageId: id}
+		if d.RedeliveryCount > 0 {
+			msg.RedeliveryCount = proto.Uint32(uint32(d.RedeliveryCount))
+		}
+		if len(d.AckSet) > 0 {
+			msg.AckSet = d.AckSet
+		}
+		if d.Epoch >= 0 {
+			msg.ConsumerEpoch = proto.Uint64(uint64(d.Epoch))
+		}
+		cons.conn.sendPayload(protocol.Base(pb.BaseCommand_MESSAGE, msg), e.data)
+		if !t.name.Persistent {
+			// Non-persistent topics keep no acknowledgement state: what is sent
+			// is gone from the subscription.
+			s.disp.Ack(d.Entry)
+		}
+		t.b.emit(Event{
+			Kind: EventDelivered, Topic: t.full, Subscription: s.name, Consumer: cons.Name, ConsumerID: cons.ID,
+			ID: t.eventID(d.Entry), RedeliveryCount: d.RedeliveryCount,
+		})
+	}
+}
+
+// eventID is the MessageID of entry n for events and inspection.
+func (t *Topic) eventID(n int64) MessageID {
+	return MessageID{Ledger: t.ledger, Entry: uint64(n), Partition: int32(t.name.Partition), BatchIndex: -1}
+}
+
+// removeConsumerLocked detaches a consumer from the subscription. Its pending
+// entries go back to the subscription with their counts unchanged. A
+// non-durable subscription goes with its last consumer.
+func (s *Subscription) removeConsumerLocked(cons *Consumer) {
+	if s.consumers[cons.dispID] != cons {
+		return
+	}
+	delete(s.consumers, cons.dispID)
+	s.disp.RemoveConsumer(cons.dispID)
+	if len(s.consumers) == 0 {
+		s.hasActive = false
+		if !s.durable {
+			delete(s.topic.subs, s.name)
+			return
+		}
+	}
+	s.notifyActiveLocked()
+	s.dispatchLocked()
+}

@@ -1,0 +1,136 @@
+package broker
+
+import (
+	"sync"
+
+	"github.com/pulsarsim/pulsarsim/protocol"
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
+)
+
+// Topic is one topic (or one partition of a partitioned topic) with its
+// in-memory log. All of its state changes under its own lock.
+type Topic struct {
+	b    *Broker
+	name TopicName
+	full string
+
+	mu        sync.Mutex
+	ledger    uint64
+	log       entryLog
+	producers map[*Producer]struct{}
+	subs      map[string]*Subscription
+	deleted   bool
+}
+
+// entry is one stored entry: a SEND's bytes after its command, kept exactly
+// as the producer sent them, with what dispatch needs to know about it.
+type entry struct {
+	data        []byte
+	publishTime uint64 // ms since the epoch, from the metadata
+	messages    int32  // num_messages_in_batch, 1 when not batched
+	batched     bool
+	key         []byte // sticky key for Key_Shared
+	deliverAt   int64  // deliver_at_time in ms, 0 if none
+}
+
+// entryLog is a topic's entries. Entry n has entryId n within the topic's
+// ledger; entries below base have been freed.
+type entryLog struct {
+	base    int64
+	entries []*entry
+}
+
+func (l *entryLog) end() int64 { return l.base + int64(len(l.entries)) }
+
+func (l *entryLog) get(n int64) *entry {
+	if n < l.base || n >= l.end() {
+		return nil
+	}
+	return l.entries[n-l.base]
+}
+
+func (l *entryLog) append(e *entry) int64 {
+	l.entries = append(l.entries, e)
+	return l.end() - 1
+}
+
+// lookupTopic returns the topic with this canonical name, or nil.
+func (b *Broker) lookupTopic(name string) *Topic {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.topics[name]
+}
+
+// getOrCreateTopic returns the topic, creating it when create is set (and
+// the broker allows it). The bool reports whether the topic exists now.
+func (b *Broker) getOrCreateTopic(tn TopicName, create bool) (*Topic, bool) {
+	full := tn.String()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t := b.topics[full]; t != nil {
+		return t, true
+	}
+	if !create {
+		return nil, false
+	}
+	return b.createTopicLocked(tn), true
+}
+
+func (b *Broker) createTopicLocked(tn TopicName) *Topic {
+	t := &Topic{
+		b:         b,
+		name:      tn,
+		full:      tn.String(),
+		ledger:    b.nextLedger,
+		producers: map[*Producer]struct{}{},
+		subs:      map[string]*Subscription{},
+	}
+	b.nextLedger++
+	b.topics[t.full] = t
+	return t
+}
+
+// topicExists reports whether a topic, or a partitioned topic, has this name.
+func (b *Broker) topicExists(tn TopicName) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.topics[tn.String()]; ok {
+		return true
+	}
+	_, ok := b.partitioned[tn.Base().String()]
+	return ok
+}
+
+// partitions returns the partition count of a partitioned topic, or 0.
+func (b *Broker) partitions(tn TopicName) int {
+	if tn.Partition >= 0 {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.partitioned[tn.String()]
+}
+
+// messageID builds the wire id of entry n of this topic.
+func (t *Topic) messageID(n int64) *pb.MessageIdData {
+	if !t.name.Persistent {
+		return protocol.MessageID(0, 0, int32(t.name.Partition))
+	}
+	return protocol.MessageID(t.ledger, uint64(n), int32(t.name.Partition))
+}
+
+func (t *Topic) removeProducer(p *Producer) {
+	t.mu.Lock()
+	delete(t.producers, p)
+	t.mu.Unlock()
+}
+
+// appendLocked stores e as the topic's next entry and offers it to every
+// subscription. It returns the entry's number.
+func (t *Topic) appendLocked(e *entry) int64 {
+	n := t.log.append(e)
+	for _, s := range t.subs {
+		s.dispatchLocked()
+	}
+	return n
+}

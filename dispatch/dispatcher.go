@@ -1,0 +1,302 @@
+// Package dispatch decides which consumer of a subscription gets which log
+// entry, as Pulsar 4.0's dispatchers do for the four subscription types:
+// Exclusive and Failover (one active consumer, PersistentDispatcherSingleActiveConsumer),
+// Shared (round robin by priority, PersistentDispatcherMultipleConsumers) and
+// Key_Shared (by sticky-key hash, PersistentStickyKeyDispatcherMultipleConsumers).
+//
+// A Dispatcher owns a subscription's consumers, their permits, the pending
+// acknowledgements of each Shared/Key_Shared consumer and the replay queue, and
+// drives the subscription's cursor (package cursor), which holds the
+// acknowledgement state and the redelivery counters. It is a pure state
+// machine: events come in as method calls (consumer added or removed, flow,
+// ack, redeliver) and Dispatch returns the deliveries to make now. It starts no
+// goroutines, reads no clock and is not safe for concurrent use.
+package dispatch
+
+import (
+	"slices"
+
+	"github.com/pulsarsim/pulsarsim/cursor"
+)
+
+// pendingEntry is one entry in a Shared/Key_Shared consumer's pending acks.
+type pendingEntry struct {
+	msgs int32 // messages still unacknowledged (permit/unacked cost)
+	hash int32 // sticky hash (Key_Shared), 0 otherwise
+}
+
+// consumer is the dispatcher's view of one consumer.
+type consumer struct {
+	spec    ConsumerSpec
+	seq     uint64 // arrival order, for stable ordering
+	permits int    // may go negative
+	parked  int    // permits received while blocked on unacked messages
+	blocked bool
+	unacked int // messages in pending acks (Shared/Key_Shared)
+	epoch   int64
+	pending map[int64]pendingEntry // Shared/Key_Shared only
+}
+
+// sentEntry is an entry sent to the active consumer since the last rewind
+// (Exclusive/Failover).
+type sentEntry struct {
+	entry int64
+	msgs  int32
+}
+
+// hashHold records which Key_Shared consumer holds pending entries of a hash and
+// how many; another consumer may not receive that hash meanwhile (Pulsar 4.0's
+// draining hashes).
+type hashHold struct {
+	c *consumer
+	n int
+}
+
+// Dispatcher assigns a subscription's entries to its consumers. Create it with
+// New; one Dispatcher serves one subscription with one subscription type.
+type Dispatcher struct {
+	opts Options
+	cur  *cursor.Cursor
+
+	consumers []*consumer // Shared/Key_Shared: ordered by (priority, arrival)
+	byID      map[uint64]*consumer
+	seq       uint64
+	paused    bool
+
+	// Exclusive/Failover.
+	active   *consumer
+	inflight []sentEntry // ascending; entries sent to active since last rewind
+
+	// Shared/Key_Shared.
+	rr     int // round-robin index into consumers
+	replay replayQueue
+	owner  map[int64]*consumer // entry -> consumer whose pending acks hold it
+
+	// Key_Shared.
+	sel    selector
+	ksMode KeySharedMode
+	holds  map[int32]*hashHold
+}
+
+// New returns a dispatcher for a subscription of type opts.Type over cursor c.
+// Zero option fields take Pulsar's defaults (see Options).
+func New(opts Options, c *cursor.Cursor) *Dispatcher {
+	return &Dispatcher{
+		opts:   opts.withDefaults(),
+		cur:    c,
+		byID:   make(map[uint64]*consumer),
+		replay: newReplayQueue(),
+		owner:  make(map[int64]*consumer),
+		holds:  make(map[int32]*hashHold),
+	}
+}
+
+// Type returns the subscription type.
+func (d *Dispatcher) Type() SubType { return d.opts.Type }
+
+// Cursor returns the cursor the dispatcher drives.
+func (d *Dispatcher) Cursor() *cursor.Cursor { return d.cur }
+
+// NumConsumers returns the number of attached consumers.
+func (d *Dispatcher) NumConsumers() int { return len(d.byID) }
+
+// Active returns the active consumer of an Exclusive or Failover subscription.
+// The broker compares it before and after AddConsumer/RemoveConsumer to know
+// when to send ACTIVE_CONSUMER_CHANGE (Failover only) to every consumer.
+func (d *Dispatcher) Active() (uint64, bool) {
+	if d.active == nil {
+		return 0, false
+	}
+	return d.active.spec.ID, true
+}
+
+// SetPaused stops (true) or resumes (false) Dispatch. The broker pauses a
+// Failover dispatcher during activeConsumerFailoverDelayTimeMillis after the
+// active consumer changed; FLOW keeps accumulating permits meanwhile.
+func (d *Dispatcher) SetPaused(paused bool) { d.paused = paused }
+
+// AddConsumer attaches a consumer. It fails with ErrConsumerBusy for a second
+// Exclusive consumer or a Key_Shared consumer whose mode differs from the
+// attached ones', with ErrConsumerAssign for a bad Key_Shared STICKY range, and
+// with ErrDuplicateConsumer for an id already attached.
+//
+// When the first consumer of a Shared or Key_Shared subscription arrives, the
+// cursor is rewound (read position := first unacknowledged entry) and the replay
+// queue emptied. On Exclusive and Failover, the cursor is rewound whenever the
+// active consumer changes.
+func (d *Dispatcher) AddConsumer(spec ConsumerSpec) error {
+	if _, ok := d.byID[spec.ID]; ok {
+		return ErrDuplicateConsumer
+	}
+	d.seq++
+	spec.Ranges = slices.Clone(spec.Ranges)
+	c := &consumer{spec: spec, seq: d.seq, epoch: spec.Epoch}
+	switch d.opts.Type {
+	case Exclusive:
+		if len(d.consumers) > 0 {
+			return ErrConsumerBusy
+		}
+	case KeyShared:
+		if len(d.consumers) == 0 {
+			d.ksMode = spec.KeySharedMode
+			if d.ksMode == Sticky {
+				d.sel = &rangeSelector{}
+			} else {
+				d.sel = newHashRing(d.opts.ConsistentHashPoints)
+			}
+		} else if spec.KeySharedMode != d.ksMode {
+			return ErrConsumerBusy
+		}
+		if err := d.sel.add(c); err != nil {
+			return err
+		}
+	}
+	d.byID[spec.ID] = c
+	if d.opts.Type.singleActive() {
+		d.consumers = append(d.consumers, c)
+		d.pickActive()
+		return nil
+	}
+	c.pending = make(map[int64]pendingEntry)
+	if len(d.consumers) == 0 {
+		d.cur.Rewind()
+		d.replay.clear()
+	}
+	at := len(d.consumers)
+	for i, o := range d.consumers {
+		if o.spec.Priority > spec.Priority {
+			at = i
+			break
+		}
+	}
+	d.consumers = slices.Insert(d.consumers, at, c)
+	return nil
+}
+
+// RemoveConsumer detaches a consumer, whether it closed or its connection
+// dropped. On Shared and Key_Shared its pending entries go to the replay queue
+// with their redelivery counts unchanged; if it was the last consumer, the
+// replay queue and ALL redelivery counters are cleared instead (the next
+// consumer rewinds the cursor). On Exclusive and Failover the active consumer
+// is picked again, with a rewind if it changed. Unknown ids are ignored.
+func (d *Dispatcher) RemoveConsumer(id uint64) {
+	c, ok := d.byID[id]
+	if !ok {
+		return
+	}
+	delete(d.byID, id)
+	d.consumers = slices.DeleteFunc(d.consumers, func(o *consumer) bool { return o == c })
+	if d.opts.Type.singleActive() {
+		if c == d.active {
+			d.active = nil
+			d.inflight = nil
+		}
+		if len(d.consumers) > 0 {
+			d.pickActive()
+		}
+		return
+	}
+	if d.sel != nil {
+		d.sel.remove(c)
+	}
+	if len(d.consumers) > 0 {
+		for _, e := range sortedKeys(c.pending) {
+			pe := d.removePending(c, e)
+			if !d.cur.IsAcked(e) {
+				d.replay.add(e, pe.hash)
+			}
+		}
+	} else {
+		for e := range c.pending {
+			delete(d.owner, e)
+		}
+		clear(d.holds)
+		d.replay.clear()
+		d.cur.ClearRedeliveries()
+		d.sel = nil
+	}
+	c.pending = nil
+}
+
+// Flow adds permits (in messages) to a consumer. Non-positive values are
+// ignored (Pulsar closes the connection on FLOW with 0 permits; that is the
+// broker's job). A Shared/Key_Shared consumer blocked on unacked messages parks
+// the permits until it is unblocked.
+func (d *Dispatcher) Flow(id uint64, permits int) {
+	c, ok := d.byID[id]
+	if !ok || permits <= 0 {
+		return
+	}
+	if c.blocked {
+		c.parked += permits
+		return
+	}
+	c.permits += permits
+}
+
+// UpdateEpoch raises a consumer's epoch to epoch if it is larger (REDELIVER
+// with consumer_epoch on Exclusive/Failover). Deliveries carry the epoch.
+func (d *Dispatcher) UpdateEpoch(id uint64, epoch int64) {
+	if c, ok := d.byID[id]; ok && epoch > c.epoch {
+		c.epoch = epoch
+	}
+}
+
+// maxUnacked returns the per-consumer limit, or 0 when unlimited.
+func (d *Dispatcher) maxUnacked() int {
+	if d.opts.MaxUnackedPerConsumer < 0 {
+		return 0
+	}
+	return d.opts.MaxUnackedPerConsumer
+}
+
+// available reports whether a Shared/Key_Shared consumer can take an entry now.
+func (c *consumer) available() bool { return !c.blocked && c.permits > 0 }
+
+// unblock lifts an unacked-messages block and releases parked permits.
+func (c *consumer) unblock() {
+	if !c.blocked {
+		return
+	}
+	c.blocked = false
+	c.permits += c.parked
+	c.parked = 0
+}
+
+// maybeUnblock unblocks c when its unacked messages fell to half the limit.
+func (d *Dispatcher) maybeUnblock(c *consumer) {
+	if c.blocked && c.unacked <= d.maxUnacked()/2 {
+		c.unblock()
+	}
+}
+
+// removePending drops e from c's pending acks and returns what it held.
+func (d *Dispatcher) removePending(c *consumer, e int64) pendingEntry {
+	pe, ok := c.pending[e]
+	if !ok {
+		return pe
+	}
+	delete(c.pending, e)
+	delete(d.owner, e)
+	c.unacked -= int(pe.msgs)
+	if c.unacked < 0 {
+		c.unacked = 0
+	}
+	if d.sel != nil {
+		if h := d.holds[pe.hash]; h != nil && h.c == c {
+			if h.n--; h.n <= 0 {
+				delete(d.holds, pe.hash)
+			}
+		}
+	}
+	return pe
+}
+
+func sortedKeys[V any](m map[int64]V) []int64 {
+	out := make([]int64, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

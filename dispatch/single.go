@@ -1,0 +1,118 @@
+package dispatch
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+)
+
+// failoverHashReplicas is CONSUMER_CONSISTENT_HASH_REPLICAS.
+const failoverHashReplicas = 100
+
+// pickActive chooses the active consumer of an Exclusive/Failover subscription
+// as AbstractDispatcherSingleActiveConsumer.pickAndScheduleActiveConsumer:
+// consumers sorted by (priority, name); candidates are those at the highest
+// priority; partitioned topic → candidates[partition % n]; non-partitioned →
+// a consistent-hash ring of the candidates' names, looked up with the topic
+// name. When the active consumer changes the cursor is rewound.
+func (d *Dispatcher) pickActive() {
+	sorted := slices.Clone(d.consumers)
+	slices.SortStableFunc(sorted, func(a, b *consumer) int {
+		if c := cmp.Compare(a.spec.Priority, b.spec.Priority); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.spec.Name, b.spec.Name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	d.consumers = sorted
+	n := 0
+	for n < len(sorted) && sorted[n].spec.Priority == sorted[0].spec.Priority {
+		n++
+	}
+	var idx int
+	switch {
+	case d.opts.Type == Exclusive:
+		idx = 0
+	case d.opts.PartitionIndex >= 0:
+		idx = d.opts.PartitionIndex % n
+	default:
+		idx = failoverRingIndex(sorted[:n], d.opts.Topic)
+	}
+	next := sorted[idx]
+	if next == d.active {
+		return
+	}
+	d.active = next
+	d.cur.Rewind()
+	d.inflight = d.inflight[:0]
+}
+
+// failoverRingIndex picks a candidate for a non-partitioned Failover topic:
+// each candidate i puts points Murmur31(name + decimal(j)), j < 100, on a ring
+// (a later candidate overwrites an equal point); the topic name's Murmur31
+// selects the first point at or after it, wrapping around.
+func failoverRingIndex(cands []*consumer, topic string) int {
+	type point struct {
+		h   int32
+		idx int
+	}
+	ring := make(map[int32]int, len(cands)*failoverHashReplicas)
+	for i, c := range cands {
+		for j := 0; j < failoverHashReplicas; j++ {
+			ring[Murmur31([]byte(c.spec.Name+strconv.Itoa(j)))] = i
+		}
+	}
+	target := Murmur31([]byte(topic))
+	best, first := point{h: -1}, point{h: -1}
+	for h, i := range ring {
+		if first.h < 0 || h < first.h {
+			first = point{h, i}
+		}
+		if h >= target && (best.h < 0 || h < best.h) {
+			best = point{h, i}
+		}
+	}
+	if best.h < 0 {
+		return first.idx
+	}
+	return best.idx
+}
+
+// dispatchSingle sends entries to the active consumer in cursor order: while it
+// has permits, one "read" of min(permits, MaxReadBatch) entries is sent whole,
+// each costing its unacknowledged messages (so permits may go negative).
+func (d *Dispatcher) dispatchSingle(log Log) []Delivery {
+	c := d.active
+	if c == nil {
+		return nil
+	}
+	end := log.End()
+	var out []Delivery
+	for c.permits > 0 {
+		want := min(c.permits, d.opts.MaxReadBatch)
+		got := 0
+		for ; got < want; got++ {
+			e := d.cur.NextUnacked(d.cur.ReadPosition())
+			if e >= end {
+				break
+			}
+			d.cur.SetReadPosition(e + 1)
+			msgs := int32(d.cur.Remaining(e, int(log.Info(e).Messages)))
+			c.permits -= int(msgs)
+			d.inflight = append(d.inflight, sentEntry{e, msgs})
+			out = append(out, Delivery{
+				Consumer: c.spec.ID,
+				Entry:    e,
+				AckSet:   d.cur.AckSet(e),
+				Messages: msgs,
+				Epoch:    c.epoch,
+			})
+		}
+		if got == 0 {
+			break
+		}
+	}
+	return out
+}

@@ -1,0 +1,107 @@
+package dispatch
+
+import "slices"
+
+// Snapshot is a plain-value copy of a dispatcher's and its cursor's state, for
+// inspection (compare with go-cmp). Nothing in it aliases the dispatcher.
+type Snapshot struct {
+	Type SubType
+	// KeySharedMode is the mode of the attached Key_Shared consumers.
+	KeySharedMode KeySharedMode
+	// Active is the active consumer (Exclusive/Failover) when HasActive.
+	Active    uint64
+	HasActive bool
+	// Consumers are the attached consumers, by id.
+	Consumers []ConsumerState
+	// Replay lists the entries waiting to be sent again, in position order.
+	Replay []int64
+	// MarkDelete, ReadPosition and Acked are the cursor's positions and its
+	// individually acknowledged entries after MarkDelete.
+	MarkDelete   int64
+	ReadPosition int64
+	Acked        []int64
+	// AckSets are the partly acknowledged batch entries' unacked bits.
+	AckSets map[int64][]int64
+	// Redeliveries are the non-zero redelivery counters.
+	Redeliveries map[int64]int32
+}
+
+// ConsumerState is one consumer in a Snapshot.
+type ConsumerState struct {
+	ID       uint64
+	Name     string
+	Priority int32
+	// Permits may be negative after a batch entry; ParkedPermits arrived while
+	// the consumer was blocked.
+	Permits       int
+	ParkedPermits int
+	// Unacked counts the messages in Pending (Shared/Key_Shared).
+	Unacked int
+	Blocked bool
+	Active  bool
+	Epoch   int64
+	// Pending lists the entries delivered to the consumer and not yet
+	// acknowledged, in position order: its pending acks on Shared/Key_Shared,
+	// the entries sent since the last rewind on Exclusive/Failover (active
+	// consumer only).
+	Pending []PendingEntry
+}
+
+// PendingEntry is one entry held by a consumer.
+type PendingEntry struct {
+	Entry           int64
+	Messages        int32
+	RedeliveryCount int32
+}
+
+// Snapshot returns a copy of the current state.
+func (d *Dispatcher) Snapshot() Snapshot {
+	s := Snapshot{
+		Type:          d.opts.Type,
+		KeySharedMode: d.ksMode,
+		Replay:        d.replay.entries(),
+		MarkDelete:    d.cur.MarkDelete(),
+		ReadPosition:  d.cur.ReadPosition(),
+		Acked:         d.cur.Acked(),
+		AckSets:       d.cur.AckSets(),
+		Redeliveries:  d.cur.Redeliveries(),
+	}
+	if d.active != nil {
+		s.Active, s.HasActive = d.active.spec.ID, true
+	}
+	for _, c := range d.consumers {
+		cs := ConsumerState{
+			ID:            c.spec.ID,
+			Name:          c.spec.Name,
+			Priority:      c.spec.Priority,
+			Permits:       c.permits,
+			ParkedPermits: c.parked,
+			Unacked:       c.unacked,
+			Blocked:       c.blocked,
+			Active:        c == d.active,
+			Epoch:         c.epoch,
+		}
+		for _, e := range sortedKeys(c.pending) {
+			pe := c.pending[e]
+			cs.Pending = append(cs.Pending, PendingEntry{e, pe.msgs, d.cur.RedeliveryCount(e)})
+		}
+		if c == d.active {
+			for _, se := range d.inflight {
+				if !d.cur.IsAcked(se.entry) {
+					cs.Pending = append(cs.Pending, PendingEntry{se.entry, se.msgs, 0})
+				}
+			}
+		}
+		s.Consumers = append(s.Consumers, cs)
+	}
+	slices.SortFunc(s.Consumers, func(a, b ConsumerState) int {
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+	return s
+}

@@ -1,0 +1,195 @@
+package dispatch
+
+import "errors"
+
+// SubType is a subscription type, numbered as on the Pulsar wire
+// (CommandSubscribe.SubType).
+type SubType int
+
+// The four subscription types.
+const (
+	Exclusive SubType = 0
+	Shared    SubType = 1
+	Failover  SubType = 2
+	KeyShared SubType = 3
+)
+
+// String returns the type's Pulsar name.
+func (t SubType) String() string {
+	switch t {
+	case Exclusive:
+		return "Exclusive"
+	case Shared:
+		return "Shared"
+	case Failover:
+		return "Failover"
+	case KeyShared:
+		return "Key_Shared"
+	}
+	return "SubType(?)"
+}
+
+// singleActive reports whether the type delivers to one active consumer.
+func (t SubType) singleActive() bool { return t == Exclusive || t == Failover }
+
+// KeySharedMode is a Key_Shared consumer's mode, numbered as on the wire
+// (KeySharedMeta.keySharedMode).
+type KeySharedMode int
+
+// The Key_Shared modes.
+const (
+	// AutoSplit spreads hashes over consumers with a consistent-hash ring.
+	AutoSplit KeySharedMode = 0
+	// Sticky gives each consumer the hash ranges it asked for.
+	Sticky KeySharedMode = 1
+)
+
+// Range is an inclusive range of sticky-key hashes, within 0..65535.
+type Range struct {
+	Start, End int32
+}
+
+// EntryInfo is what a dispatcher needs to know about one log entry.
+type EntryInfo struct {
+	// Messages is the entry's num_messages_in_batch, or 1 for a non-batched
+	// entry: the permit cost of sending it whole.
+	Messages int32
+	// Key is the entry's sticky key, already chosen by the broker: ordering_key,
+	// else partition_key, else "NONE_KEY". Only Key_Shared reads it.
+	Key []byte
+}
+
+// Log is the read-only view of a topic's log that the broker passes to Dispatch.
+type Log interface {
+	// End returns the number of entries in the log (the next entry's number).
+	End() int64
+	// Info describes entry e, 0 ≤ e < End().
+	Info(e int64) EntryInfo
+}
+
+// ConsumerSpec describes a consumer joining a subscription.
+type ConsumerSpec struct {
+	// ID is the consumer's id, unique within the subscription.
+	ID uint64
+	// Name is the consumer name; Failover and Key_Shared AUTO_SPLIT hash it.
+	Name string
+	// Priority is priority_level: 0 is the highest priority.
+	Priority int32
+	// KeySharedMode is the Key_Shared mode the consumer asked for.
+	KeySharedMode KeySharedMode
+	// Ranges are the hash ranges of a Key_Shared STICKY consumer.
+	Ranges []Range
+	// Epoch is the consumer_epoch sent with SUBSCRIBE, or -1 when absent.
+	Epoch int64
+}
+
+// Delivery is one decision of Dispatch: send entry Entry to consumer Consumer.
+type Delivery struct {
+	// Consumer is the receiving consumer's id.
+	Consumer uint64
+	// Entry is the log entry to send, whole.
+	Entry int64
+	// RedeliveryCount is MESSAGE.redelivery_count (always 0 on Exclusive and
+	// Failover; omit the field on the wire when 0).
+	RedeliveryCount int32
+	// AckSet is MESSAGE.ack_set for a partly acknowledged batch entry, else nil.
+	AckSet []int64
+	// Messages is the number of messages charged to the consumer's permits
+	// (the batch size minus the indexes already acknowledged).
+	Messages int32
+	// Epoch is MESSAGE.consumer_epoch: the consumer's epoch on Exclusive and
+	// Failover, -1 (omit the field) on Shared and Key_Shared.
+	Epoch int64
+}
+
+// Defaults used when the corresponding Options field is zero.
+const (
+	DefaultMaxUnackedPerConsumer = 50000
+	DefaultMaxRoundRobinBatch    = 20
+	DefaultMaxReadBatch          = 100
+	DefaultConsistentHashPoints  = 100
+	DefaultLookAheadPerConsumer  = 4000
+	DefaultLookAheadPerSub       = 40000
+)
+
+// Options configure a Dispatcher. Zero numeric fields take the Default… values,
+// except PartitionIndex, whose zero value means partition 0.
+type Options struct {
+	// Type is the subscription type.
+	Type SubType
+	// Topic is the topic name; a non-partitioned Failover subscription hashes it
+	// to pick the active consumer.
+	Topic string
+	// PartitionIndex is the topic's partition index, or -1 for a
+	// non-partitioned topic (see DefaultOptions).
+	PartitionIndex int
+	// MaxUnackedPerConsumer is maxUnackedMessagesPerConsumer, in messages, for
+	// Shared and Key_Shared: 0 means the default 50000, a negative value means
+	// unlimited (use it for non-durable subscriptions, as Pulsar does).
+	MaxUnackedPerConsumer int
+	// MaxRoundRobinBatch is dispatcherMaxRoundRobinBatchSize: the most entries a
+	// Shared consumer gets per round-robin turn (default 20).
+	MaxRoundRobinBatch int
+	// MaxReadBatch is dispatcherMaxReadBatchSize: the most entries one read for an
+	// Exclusive or Failover consumer sends (default 100).
+	MaxReadBatch int
+	// ConsistentHashPoints is the number of ring points per Key_Shared
+	// AUTO_SPLIT consumer (default 100).
+	ConsistentHashPoints int
+	// LookAheadPerConsumer and LookAheadPerSub bound Key_Shared's replay queue:
+	// new reads stop while it holds min(per-consumer × consumers, per-sub)
+	// entries (defaults 4000 and 40000).
+	LookAheadPerConsumer int
+	LookAheadPerSub      int
+}
+
+// DefaultOptions returns Pulsar 4.0's defaults for a subscription of type t on
+// a non-partitioned topic.
+func DefaultOptions(t SubType) Options {
+	return Options{
+		Type:                  t,
+		PartitionIndex:        -1,
+		MaxUnackedPerConsumer: DefaultMaxUnackedPerConsumer,
+		MaxRoundRobinBatch:    DefaultMaxRoundRobinBatch,
+		MaxReadBatch:          DefaultMaxReadBatch,
+		ConsistentHashPoints:  DefaultConsistentHashPoints,
+		LookAheadPerConsumer:  DefaultLookAheadPerConsumer,
+		LookAheadPerSub:       DefaultLookAheadPerSub,
+	}
+}
+
+// withDefaults fills zero fields.
+func (o Options) withDefaults() Options {
+	if o.MaxUnackedPerConsumer == 0 {
+		o.MaxUnackedPerConsumer = DefaultMaxUnackedPerConsumer
+	}
+	if o.MaxRoundRobinBatch <= 0 {
+		o.MaxRoundRobinBatch = DefaultMaxRoundRobinBatch
+	}
+	if o.MaxReadBatch <= 0 {
+		o.MaxReadBatch = DefaultMaxReadBatch
+	}
+	if o.ConsistentHashPoints <= 0 {
+		o.ConsistentHashPoints = DefaultConsistentHashPoints
+	}
+	if o.LookAheadPerConsumer <= 0 {
+		o.LookAheadPerConsumer = DefaultLookAheadPerConsumer
+	}
+	if o.LookAheadPerSub <= 0 {
+		o.LookAheadPerSub = DefaultLookAheadPerSub
+	}
+	return o
+}
+
+// Errors returned by AddConsumer. The broker maps them to wire error codes.
+var (
+	// ErrConsumerBusy: a second Exclusive consumer, or a Key_Shared consumer
+	// whose mode differs from the connected consumers' (wire: ConsumerBusy).
+	ErrConsumerBusy = errors.New("dispatch: consumer busy")
+	// ErrConsumerAssign: a Key_Shared STICKY consumer without ranges, with a bad
+	// range or with a range overlapping another consumer's (wire:
+	// ConsumerAssignError).
+	ErrConsumerAssign = errors.New("dispatch: consumer assign error")
+	// ErrDuplicateConsumer: the consumer id is already attached.
+	ErrDuplicateConsumer = errors.New("dispatch: consumer id already attached")
+)

@@ -1,0 +1,144 @@
+package protocol
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
+)
+
+// DefaultMaxMessageSize is Pulsar's default maxMessageSize: 5 MiB.
+const DefaultMaxMessageSize = 5 * 1024 * 1024
+
+// FramePadding is what Pulsar adds to maxMessageSize to get the largest frame
+// it accepts, leaving room for the command and the metadata.
+const FramePadding = 10 * 1024
+
+// MaxFrameSize returns the largest frame, size prefix included, that a broker
+// with the given maximum message size accepts.
+func MaxFrameSize(maxMessageSize int) int { return maxMessageSize + FramePadding }
+
+// Errors returned by the frame reader and decoder. Each one means the peer
+// broke the protocol; the broker closes that connection.
+var (
+	ErrFrameTooLarge = errors.New("protocol: frame larger than the maximum frame size")
+	ErrMalformed     = errors.New("protocol: malformed frame")
+)
+
+// ReadFrame reads one frame from r: the 4-byte total size and the bytes it
+// counts. It returns those bytes (without the size prefix), reusing buf when it
+// is large enough. A frame whose size prefix exceeds maxFrame fails with
+// ErrFrameTooLarge before its body is read.
+func ReadFrame(r io.Reader, buf []byte, maxFrame int) ([]byte, error) {
+	var head [4]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		return nil, err
+	}
+	size := binary.BigEndian.Uint32(head[:])
+	if uint64(size)+4 > uint64(maxFrame) {
+		return nil, fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, uint64(size)+4)
+	}
+	if size < 4 {
+		return nil, fmt.Errorf("%w: total size %d", ErrMalformed, size)
+	}
+	if cap(buf) < int(size) {
+		buf = make([]byte, size)
+	}
+	buf = buf[:size]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return buf, nil
+}
+
+// Frame is one decoded frame: its command and, for SEND and MESSAGE, the
+// bytes that follow the command (checksum block, metadata and payload).
+type Frame struct {
+	Command *pb.BaseCommand
+	// Payload is nil for a simple command frame. It aliases the frame buffer.
+	Payload []byte
+	// UnknownType is set when the command's type is not one this schema knows;
+	// Command is then nil and the frame is to be ignored.
+	UnknownType bool
+}
+
+var unmarshalPartial = proto.UnmarshalOptions{AllowPartial: true, DiscardUnknown: false}
+
+// DecodeFrame decodes a frame body as returned by ReadFrame. Required fields
+// are checked: a command that lacks one is malformed. A command whose type
+// number this schema does not know decodes with UnknownType set.
+func DecodeFrame(body []byte) (Frame, error) {
+	if len(body) < 4 {
+		return Frame{}, fmt.Errorf("%w: %d bytes", ErrMalformed, len(body))
+	}
+	cmdSize := binary.BigEndian.Uint32(body)
+	if uint64(cmdSize) > uint64(len(body)-4) {
+		return Frame{}, fmt.Errorf("%w: command size %d beyond frame of %d", ErrMalformed, cmdSize, len(body))
+	}
+	cmd := &pb.BaseCommand{}
+	if err := unmarshalPartial.Unmarshal(body[4:4+cmdSize], cmd); err != nil {
+		return Frame{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	var payload []byte
+	if rest := body[4+cmdSize:]; len(rest) > 0 {
+		payload = rest
+	}
+	if cmd.Type == nil {
+		if hasField(cmd.ProtoReflect().GetUnknown(), 1) {
+			return Frame{UnknownType: true}, nil
+		}
+		return Frame{}, fmt.Errorf("%w: command without a type", ErrMalformed)
+	}
+	if err := proto.CheckInitialized(cmd); err != nil {
+		return Frame{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	return Frame{Command: cmd, Payload: payload}, nil
+}
+
+// hasField reports whether raw protobuf bytes hold a field with number n.
+func hasField(raw []byte, n int32) bool {
+	for len(raw) > 0 {
+		num, typ, l := protowire.ConsumeTag(raw)
+		if l < 0 {
+			return false
+		}
+		if int32(num) == n {
+			return true
+		}
+		raw = raw[l:]
+		m := protowire.ConsumeFieldValue(num, typ, raw)
+		if m < 0 {
+			return false
+		}
+		raw = raw[m:]
+	}
+	return false
+}
+
+// AppendCommand appends a simple command frame for cmd to dst.
+func AppendCommand(dst []byte, cmd *pb.BaseCommand) []byte {
+	return AppendPayloadCommand(dst, cmd, nil)
+}
+
+// AppendPayloadCommand appends a frame holding cmd followed by payload, which
+// is written as it is (for MESSAGE: the stored entry, checksum block included).
+func AppendPayloadCommand(dst []byte, cmd *pb.BaseCommand, payload []byte) []byte {
+	size := proto.Size(cmd)
+	total := 4 + size + len(payload)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(total))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(size))
+	dst, err := proto.MarshalOptions{AllowPartial: true, UseCachedSize: true}.MarshalAppend(dst, cmd)
+	if err != nil {
+		// Marshalling a well-formed message into a growable slice cannot fail.
+		panic(err)
+	}
+	return append(dst, payload...)
+}

@@ -1,0 +1,64 @@
+// Package testkit is pulsarsim's API for tests: start a broker bound to a
+// test, point real clients at it, and inspect what the broker saw.
+package testkit
+
+import (
+	"testing"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsar/log"
+
+	"github.com/pulsarsim/pulsarsim/broker"
+)
+
+// Broker is a pulsarsim broker started for one test. It embeds the
+// *broker.Broker, so every broker method is available on it.
+type Broker struct {
+	*broker.Broker
+	tb testing.TB
+}
+
+// Start starts a broker on 127.0.0.1 and a free port, configured by opts, and
+// registers tb.Cleanup to close it. It fails the test if the broker cannot
+// listen.
+func Start(tb testing.TB, opts ...broker.Option) *Broker {
+	tb.Helper()
+	b := broker.New(opts...)
+	if err := b.Listen("127.0.0.1:0"); err != nil {
+		tb.Fatalf("pulsarsim: start broker: %v", err)
+	}
+	tb.Cleanup(func() { b.Close() })
+	return &Broker{Broker: b, tb: tb}
+}
+
+// URL returns the broker's service URL, "pulsar://127.0.0.1:PORT", for
+// pulsar.ClientOptions.URL.
+func (b *Broker) URL() string { return b.Broker.URL() }
+
+// Messages returns the messages stored on topic, oldest first, with batches
+// expanded. It fails the test if a stored entry cannot be decoded.
+func (b *Broker) Messages(topic string) []broker.Message {
+	b.tb.Helper()
+	ms, err := b.Broker.Messages(topic)
+	if err != nil {
+		b.tb.Fatalf("pulsarsim: messages of %s: %v", topic, err)
+	}
+	return ms
+}
+
+// Client returns a pulsar-client-go client connected to the broker, with the
+// client's logging silenced; opts may adjust the options (URL is preset).
+// The client is closed when the test ends.
+func (b *Broker) Client(opts ...func(*pulsar.ClientOptions)) pulsar.Client {
+	b.tb.Helper()
+	o := pulsar.ClientOptions{URL: b.URL(), Logger: log.DefaultNopLogger()}
+	for _, f := range opts {
+		f(&o)
+	}
+	c, err := pulsar.NewClient(o)
+	if err != nil {
+		b.tb.Fatalf("pulsarsim: new client: %v", err)
+	}
+	b.tb.Cleanup(c.Close)
+	return c
+}
