@@ -32,8 +32,11 @@ func (c *conn) consumer(id uint64) *Consumer {
 func (cs *Consumer) detach(byClient bool) {
 	t := cs.sub.topic
 	t.mu.Lock()
-	cs.sub.removeConsumerLocked(cs)
+	removed := cs.sub.removeConsumerLocked(cs)
 	t.mu.Unlock()
+	if !removed {
+		return
+	}
 	reason := "disconnect"
 	if byClient {
 		reason = "client"
@@ -81,12 +84,14 @@ func (c *conn) handleFlow(f *pb.CommandFlow) bool {
 }
 
 // entryOf returns the entry number of a message id of this topic, or false
-// when the id belongs to another ledger.
+// when the id belongs to another ledger or lies beyond the end of the log
+// (Pulsar's cursor refuses those).
 func (t *Topic) entryOf(id *pb.MessageIdData) (int64, bool) {
-	if id.GetLedgerId() != t.ledger || int64(id.GetEntryId()) < 0 {
+	n := int64(id.GetEntryId())
+	if id.GetLedgerId() != t.ledger || n < 0 || n >= t.log.end() {
 		return 0, false
 	}
-	return int64(id.GetEntryId()), true
+	return n, true
 }
 
 func (c *conn) handleAck(a *pb.CommandAck) {
@@ -100,7 +105,6 @@ func (c *conn) handleAck(a *pb.CommandAck) {
 	s := cs.sub
 	t := s.topic
 	cumulative := a.GetAckType() == pb.CommandAck_Cumulative
-	var acked []MessageID
 	t.mu.Lock()
 	if s.consumers[cs.dispID] == cs && t.name.Persistent {
 		for _, id := range a.GetMessageId() {
@@ -120,16 +124,13 @@ func (c *conn) handleAck(a *pb.CommandAck) {
 			default:
 				s.disp.Ack(n)
 			}
-			ev := t.eventID(n)
-			acked = append(acked, ev)
+			// Acks are reported before the deliveries they unblock.
+			c.b.emit(Event{Kind: EventAcked, Topic: t.full, Subscription: s.name, Consumer: cs.Name,
+				ConsumerID: cs.ID, ID: t.eventID(n), Cumulative: cumulative})
 		}
 		s.dispatchLocked()
 	}
 	t.mu.Unlock()
-	for _, id := range acked {
-		c.b.emit(Event{Kind: EventAcked, Topic: t.full, Subscription: s.name, Consumer: cs.Name, ConsumerID: cs.ID,
-			ID: id, Cumulative: cumulative})
-	}
 	if a.RequestId != nil {
 		c.send(ackResponse(a, 0, ""))
 	}
@@ -151,26 +152,28 @@ func (c *conn) handleRedeliver(r *pb.CommandRedeliverUnacknowledgedMessages) {
 	}
 	s := cs.sub
 	t := s.topic
-	var ids []MessageID
 	t.mu.Lock()
-	if s.consumers[cs.dispID] == cs {
-		if len(r.GetMessageIds()) == 0 {
-			s.disp.RedeliverAll(cs.dispID)
-		} else {
-			entries := make([]int64, 0, len(r.GetMessageIds()))
-			for _, id := range r.GetMessageIds() {
-				if n, ok := t.entryOf(id); ok {
-					entries = append(entries, n)
-					ids = append(ids, t.eventID(n))
-				}
-			}
-			s.disp.Redeliver(cs.dispID, entries)
-		}
-		s.dispatchLocked()
+	defer t.mu.Unlock()
+	if s.consumers[cs.dispID] != cs {
+		return
 	}
-	t.mu.Unlock()
+	var ids []MessageID
+	if len(r.GetMessageIds()) == 0 {
+		s.disp.RedeliverAll(cs.dispID)
+	} else {
+		entries := make([]int64, 0, len(r.GetMessageIds()))
+		for _, id := range r.GetMessageIds() {
+			if n, ok := t.entryOf(id); ok {
+				entries = append(entries, n)
+				ids = append(ids, t.eventID(n))
+			}
+		}
+		s.disp.Redeliver(cs.dispID, entries)
+	}
+	// The request is reported before the deliveries it causes.
 	c.b.emit(Event{Kind: EventRedeliveryAsked, Topic: t.full, Subscription: s.name, Consumer: cs.Name,
 		ConsumerID: cs.ID, IDs: ids})
+	s.dispatchLocked()
 }
 
 // handleUnsubscribe deletes the subscription when the caller is its only
@@ -190,7 +193,7 @@ func (c *conn) handleUnsubscribe(u *pb.CommandUnsubscribe) {
 			"Unconnected or shared consumer attempting to unsubscribe"))
 		return
 	}
-	others := s.closeConsumersLocked(cs)
+	others := s.closeConsumersLocked(cs, nil)
 	s.removeConsumerLocked(cs)
 	delete(t.subs, s.name)
 	t.mu.Unlock()
@@ -201,13 +204,14 @@ func (c *conn) handleUnsubscribe(u *pb.CommandUnsubscribe) {
 	c.send(protocol.SuccessCommand(u.GetRequestId()))
 }
 
-// closeConsumersLocked closes every consumer of the subscription but keep
-// from the broker side: each gets CLOSE_CONSUMER and is detached. The caller
-// removes them from their connections' tables once the topic lock is released.
-func (s *Subscription) closeConsumersLocked(keep *Consumer) []*Consumer {
+// closeConsumersLocked closes consumers of the subscription from the broker
+// side: only, when given, or else every one but keep. Each gets
+// CLOSE_CONSUMER and is detached. The caller removes them from their
+// connections' tables once the topic lock is released.
+func (s *Subscription) closeConsumersLocked(keep, only *Consumer) []*Consumer {
 	var closed []*Consumer
 	for _, o := range s.consumers {
-		if o == keep {
+		if o == keep || (only != nil && o != only) {
 			continue
 		}
 		o.conn.send(protocol.Base(pb.BaseCommand_CLOSE_CONSUMER, &pb.CommandCloseConsumer{
@@ -217,6 +221,8 @@ func (s *Subscription) closeConsumersLocked(keep *Consumer) []*Consumer {
 	}
 	for _, o := range closed {
 		s.removeConsumerLocked(o)
+		s.topic.b.emit(Event{Kind: EventConsumerClosed, Topic: s.topic.full, Subscription: s.name,
+			Consumer: o.Name, ConsumerID: o.ID, Reason: "broker"})
 	}
 	return closed
 }

@@ -21,8 +21,8 @@ const (
 
 // MessageID is a Pulsar message id as the broker hands it out.
 type MessageID struct {
-	Ledger    uint64
-	Entry     uint64
+	Ledger    int64
+	Entry     int64
 	Partition int32
 	// BatchIndex is -1 for a whole entry.
 	BatchIndex int32

@@ -30,8 +30,12 @@ func (c *conn) handleSeek(sk *pb.CommandSeek) {
 	} else {
 		target = t.firstAtOrAfterLocked(sk.GetMessagePublishTime())
 	}
-	closed := s.closeConsumersLocked(nil)
-	s.cur.ResetTo(target)
+	closed := s.closeConsumersLocked(nil, nil)
+	if s.disp != nil {
+		s.disp.ResetTo(target)
+	} else {
+		s.cur.ResetTo(target)
+	}
 	t.mu.Unlock()
 	for _, o := range closed {
 		o.conn.forget(o)

@@ -270,15 +270,16 @@ func (s *Subscription) dispatchLocked() {
 
 // eventID is the MessageID of entry n for events and inspection.
 func (t *Topic) eventID(n int64) MessageID {
-	return MessageID{Ledger: t.ledger, Entry: uint64(n), Partition: int32(t.name.Partition), BatchIndex: -1}
+	return MessageID{Ledger: int64(t.ledger), Entry: n, Partition: int32(t.name.Partition), BatchIndex: -1}
 }
 
 // removeConsumerLocked detaches a consumer from the subscription. Its pending
 // entries go back to the subscription with their counts unchanged. A
-// non-durable subscription goes with its last consumer.
-func (s *Subscription) removeConsumerLocked(cons *Consumer) {
+// non-durable subscription goes with its last consumer. It reports whether
+// the consumer was attached.
+func (s *Subscription) removeConsumerLocked(cons *Consumer) bool {
 	if s.consumers[cons.dispID] != cons {
-		return
+		return false
 	}
 	delete(s.consumers, cons.dispID)
 	s.disp.RemoveConsumer(cons.dispID)
@@ -286,9 +287,10 @@ func (s *Subscription) removeConsumerLocked(cons *Consumer) {
 		s.hasActive = false
 		if !s.durable {
 			delete(s.topic.subs, s.name)
-			return
+			return true
 		}
 	}
 	s.notifyActiveLocked()
 	s.dispatchLocked()
+	return true
 }

@@ -50,7 +50,7 @@ func (d *Dispatcher) deliverMulti(c *consumer, e int64, hash int32, log Log) Del
 	}
 }
 
-// nextReplayOrRead returns the next Shared entry to send: the first
+// nextShared returns the next Shared entry to send: the first
 // unacknowledged replay entry, else the next unacknowledged entry from the read
 // position. It does not consume it.
 func (d *Dispatcher) nextShared(end int64) (e int64, fromReplay, ok bool) {
@@ -154,23 +154,44 @@ func (d *Dispatcher) dispatchKeyShared(log Log) []Delivery {
 		}
 	}
 	var out []Delivery
-	d.replay.filter(func(it replayItem) bool {
-		if d.cur.IsAcked(it.entry) {
-			return false
+	// Replay pass. A hash found undeliverable stays blocked for the rest of the
+	// pass (its consumer cannot become available meanwhile), which keeps the
+	// pass cheap and per-key order strict.
+	if d.scratch == nil {
+		d.scratch = make(map[int32]struct{})
+	}
+	clear(d.scratch)
+	q := &d.replay
+	w := 0
+	md := d.cur.MarkDelete()
+	for i, it := range q.items {
+		// Individual acks remove entries from the queue eagerly, so only the
+		// mark-delete position needs checking here.
+		if it.entry <= md {
+			q.forget(it)
+			continue
 		}
 		if avail == 0 {
-			return true
+			w += copy(q.items[w:], q.items[i:])
+			break
 		}
-		c := d.sel.selectHash(it.hash)
-		if c == nil || !c.available() || d.heldByOther(it.hash, c) {
-			return true
+		if _, blocked := d.scratch[it.hash]; !blocked {
+			c := d.sel.selectHash(it.hash)
+			if c != nil && c.available() && !d.heldByOther(it.hash, c) {
+				q.forget(it)
+				out = append(out, d.deliverMulti(c, it.entry, it.hash, log))
+				if !c.available() {
+					avail--
+				}
+				continue
+			}
+			d.scratch[it.hash] = struct{}{}
 		}
-		out = append(out, d.deliverMulti(c, it.entry, it.hash, log))
-		if !c.available() {
-			avail--
-		}
-		return false
-	})
+		q.items[w] = it
+		w++
+	}
+	clear(q.items[w:])
+	q.items = q.items[:w]
 	limit := min(d.opts.LookAheadPerConsumer*len(d.consumers), d.opts.LookAheadPerSub)
 	for avail > 0 && d.replay.len() < limit {
 		e := d.cur.NextUnacked(d.cur.ReadPosition())

@@ -76,6 +76,8 @@ type Dispatcher struct {
 	sel    selector
 	ksMode KeySharedMode
 	holds  map[int32]*hashHold
+	// scratch is reused by dispatchKeyShared for the hashes found blocked.
+	scratch map[int32]struct{}
 }
 
 // New returns a dispatcher for a subscription of type opts.Type over cursor c.

@@ -9,7 +9,7 @@ import (
 // testLog is an in-memory Log.
 type testLog struct{ entries []EntryInfo }
 
-func (l *testLog) End() int64            { return int64(len(l.entries)) }
+func (l *testLog) End() int64             { return int64(len(l.entries)) }
 func (l *testLog) Info(e int64) EntryInfo { return l.entries[e] }
 
 // add appends n entries of msgs messages with key.

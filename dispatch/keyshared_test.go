@@ -267,3 +267,36 @@ func TestConsistentHashRingPointCollisionKeepsFirstConsumer(t *testing.T) {
 		t.Fatal("colliding consumer did not take over")
 	}
 }
+
+func TestKeySharedReplayWaitsForDrainingHash(t *testing.T) {
+	d, log := newTest(t, KeyShared)
+	mustAdd(t, d, ConsumerSpec{ID: 1, Name: "a"})
+	d.Flow(1, 1)
+	probe := New(DefaultOptions(KeyShared), d.Cursor())
+	mustAdd(t, probe, ConsumerSpec{ID: 1, Name: "a"})
+	mustAdd(t, probe, ConsumerSpec{ID: 2, Name: "b"})
+	var key string
+	for i := 0; key == ""; i++ {
+		k := fmt.Sprintf("k%d", i)
+		if probe.sel.selectHash(probe.sel.hash([]byte(k))).spec.ID == 2 {
+			key = k
+		}
+	}
+	log.add(2, 1, key)
+	d.Dispatch(log) // 0 -> a; a has no permits left
+	mustAdd(t, d, ConsumerSpec{ID: 2, Name: "b"})
+	d.Flow(2, 10)
+	if got := d.Dispatch(log); got != nil {
+		t.Fatalf("new read overtook a's pending entry: %+v", got)
+	}
+	if s := d.Snapshot(); !slices.Equal(s.Replay, []int64{1}) {
+		t.Fatalf("replay %v", s.Replay)
+	}
+	if got := d.Dispatch(log); got != nil {
+		t.Fatalf("replayed entry overtook a's pending entry: %+v", got)
+	}
+	d.Ack(0)
+	if got := d.Dispatch(log); !slices.Equal(entriesOf(got, 2), []int64{1}) {
+		t.Fatalf("got %+v", got)
+	}
+}

@@ -88,7 +88,8 @@ func (d *Dispatcher) Snapshot() Snapshot {
 		if c == d.active {
 			for _, se := range d.inflight {
 				if !d.cur.IsAcked(se.entry) {
-					cs.Pending = append(cs.Pending, PendingEntry{se.entry, se.msgs, 0})
+					left := min(se.msgs, int32(d.cur.Remaining(se.entry, int(se.msgs))))
+					cs.Pending = append(cs.Pending, PendingEntry{se.entry, left, 0})
 				}
 			}
 		}

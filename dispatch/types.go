@@ -104,12 +104,18 @@ type Delivery struct {
 
 // Defaults used when the corresponding Options field is zero.
 const (
+	// DefaultMaxUnackedPerConsumer is maxUnackedMessagesPerConsumer.
 	DefaultMaxUnackedPerConsumer = 50000
-	DefaultMaxRoundRobinBatch    = 20
-	DefaultMaxReadBatch          = 100
-	DefaultConsistentHashPoints  = 100
-	DefaultLookAheadPerConsumer  = 4000
-	DefaultLookAheadPerSub       = 40000
+	// DefaultMaxRoundRobinBatch is dispatcherMaxRoundRobinBatchSize.
+	DefaultMaxRoundRobinBatch = 20
+	// DefaultMaxReadBatch is dispatcherMaxReadBatchSize.
+	DefaultMaxReadBatch = 100
+	// DefaultConsistentHashPoints is subscriptionKeySharedConsistentHashingReplicaPoints.
+	DefaultConsistentHashPoints = 100
+	// DefaultLookAheadPerConsumer is keySharedLookAheadMsgInReplayThresholdPerConsumer.
+	DefaultLookAheadPerConsumer = 4000
+	// DefaultLookAheadPerSub is keySharedLookAheadMsgInReplayThresholdPerSubscription.
+	DefaultLookAheadPerSub = 40000
 )
 
 // Options configure a Dispatcher. Zero numeric fields take the Default… values,
@@ -140,7 +146,8 @@ type Options struct {
 	// new reads stop while it holds min(per-consumer × consumers, per-sub)
 	// entries (defaults 4000 and 40000).
 	LookAheadPerConsumer int
-	LookAheadPerSub      int
+	// LookAheadPerSub is the subscription-wide cap of that limit (see above).
+	LookAheadPerSub int
 }
 
 // DefaultOptions returns Pulsar 4.0's defaults for a subscription of type t on

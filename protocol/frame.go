@@ -97,6 +97,11 @@ func DecodeFrame(body []byte) (Frame, error) {
 		}
 		return Frame{}, fmt.Errorf("%w: command without a type", ErrMalformed)
 	}
+	// Go's protobuf runtime keeps an unknown value of a proto2 enum in the
+	// field instead of moving it to the unknown fields, so check it here.
+	if cmd.Type.Descriptor().Values().ByNumber(cmd.Type.Number()) == nil {
+		return Frame{UnknownType: true}, nil
+	}
 	if err := proto.CheckInitialized(cmd); err != nil {
 		return Frame{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}

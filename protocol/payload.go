@@ -107,7 +107,12 @@ type SingleMessage struct {
 // SplitBatch splits an uncompressed batch body into its n messages, each
 // framed as [u32 size][SingleMessageMetadata][payload_size bytes].
 func SplitBatch(body []byte, n int) ([]SingleMessage, error) {
-	out := make([]SingleMessage, 0, n)
+	if n < 0 {
+		return nil, fmt.Errorf("%w: batch of %d messages", ErrMalformed, n)
+	}
+	// n comes from the sender; every message takes at least 4 bytes, so
+	// the body bounds the allocation, not n.
+	out := make([]SingleMessage, 0, min(n, len(body)/4))
 	for i := 0; i < n; i++ {
 		if len(body) < 4 {
 			return nil, fmt.Errorf("%w: batch message %d: no size", ErrMalformed, i)

@@ -1,0 +1,92 @@
+package broker
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	"github.com/pulsarsim/pulsarsim/protocol"
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
+)
+
+// findConsumer returns the consumer with this name on a subscription, or nil.
+func (b *Broker) findConsumer(topic, sub, name string) *Consumer {
+	t := b.topicByName(topic)
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.subs[sub]
+	if s == nil {
+		return nil
+	}
+	for _, c := range s.consumers {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// DropConsumerConnection closes the TCP connection that carries the named
+// consumer, as a crash of that client would. Everything else on the
+// connection goes too. It reports whether such a consumer was found.
+func (b *Broker) DropConsumerConnection(topic, sub, consumer string) bool {
+	c := b.findConsumer(topic, sub, consumer)
+	if c == nil {
+		return false
+	}
+	c.conn.close()
+	return true
+}
+
+// CloseConsumer closes the named consumer from the broker side: the client
+// gets CLOSE_CONSUMER and subscribes again, as after a topic unload. It
+// reports whether such a consumer was found.
+func (b *Broker) CloseConsumer(topic, sub, consumer string) bool {
+	c := b.findConsumer(topic, sub, consumer)
+	if c == nil {
+		return false
+	}
+	t := c.sub.topic
+	t.mu.Lock()
+	closed := c.sub.closeConsumersLocked(nil, c)
+	t.mu.Unlock()
+	for _, o := range closed {
+		o.conn.forget(o)
+	}
+	return len(closed) > 0
+}
+
+// CloseProducer closes the named producer of a topic from the broker side:
+// the client gets CLOSE_PRODUCER and reconnects. It reports whether such a
+// producer was found.
+func (b *Broker) CloseProducer(topic, producer string) bool {
+	t := b.topicByName(topic)
+	if t == nil {
+		return false
+	}
+	t.mu.Lock()
+	var p *Producer
+	for q := range t.producers {
+		if q.Name == producer {
+			p = q
+		}
+	}
+	if p != nil {
+		delete(t.producers, p)
+	}
+	t.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	p.conn.mu.Lock()
+	if p.conn.producers[p.ID] == p {
+		delete(p.conn.producers, p.ID)
+	}
+	p.conn.mu.Unlock()
+	p.conn.send(protocol.Base(pb.BaseCommand_CLOSE_PRODUCER, &pb.CommandCloseProducer{
+		ProducerId: proto.Uint64(p.ID), RequestId: proto.Uint64(minusOne),
+	}))
+	b.emit(Event{Kind: EventProducerClosed, Topic: t.full, Producer: p.Name, Reason: "broker"})
+	return true
+}

@@ -1,0 +1,174 @@
+package broker
+
+import "sort"
+
+// SubscriptionSnapshot is a plain-value copy of one subscription's state,
+// comparable with go-cmp. Positions are entry ids on the topic's ledger; an
+// entry id of -1 means "before the first entry".
+type SubscriptionSnapshot struct {
+	Topic   string
+	Name    string
+	Type    string // "Exclusive", "Shared", "Failover" or "Key_Shared"
+	Durable bool
+	// MarkDelete is the last entry of the acknowledged prefix.
+	MarkDelete MessageID
+	// ReadPosition is the next entry to read for a first delivery.
+	ReadPosition MessageID
+	// Acked lists the individually acknowledged entries after MarkDelete.
+	Acked []MessageID
+	// PartlyAcked maps partly acknowledged batch entries (by entry id) to the
+	// batch indexes still unacknowledged.
+	PartlyAcked map[int64][]int32
+	// Backlog counts the entries after MarkDelete not acknowledged.
+	Backlog int64
+	// Replay lists the entries waiting to be delivered again, in order.
+	Replay    []MessageID
+	Consumers []ConsumerSnapshot
+}
+
+// ConsumerSnapshot is one consumer of a SubscriptionSnapshot.
+type ConsumerSnapshot struct {
+	Name     string
+	ID       uint64 // the client's consumer id on its connection
+	Priority int32
+	Permits  int
+	// Unacked counts the messages delivered and not acknowledged (Shared and
+	// Key_Shared).
+	Unacked int
+	Blocked bool
+	// Active is set for the consumer of an Exclusive or Failover subscription
+	// that receives the messages.
+	Active bool
+	// Pending lists the entries delivered to the consumer and not yet
+	// acknowledged, with their redelivery counts, in position order.
+	Pending []PendingMessage
+}
+
+// PendingMessage is an entry held by a consumer.
+type PendingMessage struct {
+	ID              MessageID
+	Messages        int32
+	RedeliveryCount int32
+}
+
+// TopicSnapshot is a plain-value copy of one topic's state.
+type TopicSnapshot struct {
+	Name       string
+	Persistent bool
+	Partition  int
+	// Entries counts the stored entries (one per SEND; a batch is one entry).
+	Entries       int64
+	Producers     []string
+	Subscriptions []string
+}
+
+// Subscription returns a snapshot of a subscription, or false when the topic
+// or the subscription does not exist.
+func (b *Broker) Subscription(topic, name string) (SubscriptionSnapshot, bool) {
+	t := b.topicByName(topic)
+	if t == nil {
+		return SubscriptionSnapshot{}, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.subs[name]
+	if s == nil {
+		return SubscriptionSnapshot{}, false
+	}
+	return s.snapshotLocked(), true
+}
+
+// Topic returns a snapshot of a topic, or false when it does not exist.
+func (b *Broker) Topic(topic string) (TopicSnapshot, bool) {
+	t := b.topicByName(topic)
+	if t == nil {
+		return TopicSnapshot{}, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ts := TopicSnapshot{Name: t.full, Persistent: t.name.Persistent, Partition: t.name.Partition,
+		Entries: t.log.end()}
+	for p := range t.producers {
+		ts.Producers = append(ts.Producers, p.Name)
+	}
+	for name := range t.subs {
+		ts.Subscriptions = append(ts.Subscriptions, name)
+	}
+	sort.Strings(ts.Producers)
+	sort.Strings(ts.Subscriptions)
+	return ts, true
+}
+
+// Topics returns the full names of all topics, sorted.
+func (b *Broker) Topics() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]string, 0, len(b.topics))
+	for name := range b.topics {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// topicByName parses a short or full name and returns the topic, or nil.
+func (b *Broker) topicByName(name string) *Topic {
+	tn, err := ParseTopicName(name)
+	if err != nil {
+		return nil
+	}
+	return b.lookupTopic(tn.String())
+}
+
+func (s *Subscription) snapshotLocked() SubscriptionSnapshot {
+	t := s.topic
+	snap := SubscriptionSnapshot{
+		Topic:        t.full,
+		Name:         s.name,
+		Type:         s.typ.String(),
+		Durable:      s.durable,
+		MarkDelete:   t.eventID(s.cur.MarkDelete()),
+		ReadPosition: t.eventID(s.cur.ReadPosition()),
+		Backlog:      s.cur.Backlog(t.log.end()),
+	}
+	for _, e := range s.cur.Acked() {
+		snap.Acked = append(snap.Acked, t.eventID(e))
+	}
+	for e, set := range s.cur.AckSets() {
+		if snap.PartlyAcked == nil {
+			snap.PartlyAcked = map[int64][]int32{}
+		}
+		size := int32(1)
+		if en := t.log.get(e); en != nil {
+			size = en.messages
+		}
+		var left []int32
+		for i := int32(0); i < size; i++ {
+			if int(i/64) < len(set) && set[i/64]&(1<<(i%64)) != 0 {
+				left = append(left, i)
+			}
+		}
+		snap.PartlyAcked[e] = left
+	}
+	if s.disp == nil {
+		return snap
+	}
+	ds := s.disp.Snapshot()
+	for _, e := range ds.Replay {
+		snap.Replay = append(snap.Replay, t.eventID(e))
+	}
+	for _, dc := range ds.Consumers {
+		cons := s.consumers[dc.ID]
+		if cons == nil {
+			continue
+		}
+		cs := ConsumerSnapshot{Name: cons.Name, ID: cons.ID, Priority: dc.Priority, Permits: dc.Permits,
+			Unacked: dc.Unacked, Blocked: dc.Blocked, Active: dc.Active}
+		for _, p := range dc.Pending {
+			cs.Pending = append(cs.Pending, PendingMessage{ID: t.eventID(p.Entry), Messages: p.Messages,
+				RedeliveryCount: p.RedeliveryCount})
+		}
+		snap.Consumers = append(snap.Consumers, cs)
+	}
+	return snap
+}
