@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
 )
@@ -18,15 +19,20 @@ type Broker struct {
 	mu          sync.Mutex
 	ln          net.Listener
 	url         string
-	topics      map[string]*Topic       // by canonical name
-	partitioned map[string]int          // partitioned topic metadata: base name -> partitions
-	schemas     map[string][]*pb.Schema // by base topic name, version = index
+	topics      map[string]*Topic        // by canonical name
+	partitioned map[string]int           // partitioned topic metadata: base name -> partitions
+	schemas     map[string][]*pb.Schema  // by base topic name, version = index
+	nsTTL       map[string]time.Duration // message TTL by namespace
+	topicTTL    map[string]time.Duration // message TTL by base topic name
+	done        chan struct{}            // closed by Close
 	conns       map[*conn]struct{}
 	nextLedger  uint64
 	nextProd    uint64
 	closed      bool
 
 	wg sync.WaitGroup
+
+	faults faults
 
 	evmu      sync.Mutex
 	hooks     map[uint64]func(Event)
@@ -47,6 +53,9 @@ func New(opts ...Option) *Broker {
 		topics:      map[string]*Topic{},
 		partitioned: map[string]int{},
 		schemas:     map[string][]*pb.Schema{},
+		nsTTL:       map[string]time.Duration{},
+		topicTTL:    map[string]time.Duration{},
+		done:        make(chan struct{}),
 		conns:       map[*conn]struct{}{},
 		nextLedger:  1,
 	}
@@ -95,6 +104,10 @@ func (b *Broker) attach(ln net.Listener) error {
 	}
 	b.ln = ln
 	b.url = "pulsar://" + ln.Addr().String()
+	if d := b.cfg.expiryInterval; d > 0 {
+		b.wg.Add(1)
+		go b.expiryLoop(d, b.done)
+	}
 	return nil
 }
 
@@ -146,6 +159,7 @@ func (b *Broker) Close() error {
 		return nil
 	}
 	b.closed = true
+	close(b.done)
 	ln := b.ln
 	conns := make([]*conn, 0, len(b.conns))
 	for c := range b.conns {

@@ -39,3 +39,29 @@ func (c *ManualClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
 }
+
+// OffsetClock reads the wall clock plus an offset that only grows: time
+// flows as usual, and a test can jump it forward with Advance. Real clients
+// keep their own (real) time, so messages they publish "now" look older to
+// the broker after an Advance. It is safe for concurrent use.
+type OffsetClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+// Now returns the wall clock plus the offset.
+func (c *OffsetClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Advance moves the clock forward by d.
+func (c *OffsetClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
+}
+
+// Clock returns the broker's clock.
+func (b *Broker) Clock() Clock { return b.cfg.clock }

@@ -210,6 +210,9 @@ func (c *conn) handle(f protocol.Frame) bool {
 		c.log.Info("closing connection: command without its body", "type", t.String())
 		return false
 	}
+	if c.injectFault(cmd) {
+		return true
+	}
 	switch t {
 	case pb.BaseCommand_CONNECT:
 		c.log.Info("closing connection: second CONNECT")

@@ -21,6 +21,7 @@ type config struct {
 	serverVersion     string
 	maxUnackedPerCons int
 	batchIndexAck     bool
+	expiryInterval    time.Duration
 }
 
 func defaultConfig() config {
@@ -34,6 +35,7 @@ func defaultConfig() config {
 		serverVersion:     "Pulsar Server4.0.0-pulsarsim",
 		maxUnackedPerCons: 50000,
 		batchIndexAck:     true,
+		expiryInterval:    5 * time.Minute,
 	}
 }
 

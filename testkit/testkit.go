@@ -15,20 +15,35 @@ import (
 // *broker.Broker, so every broker method is available on it.
 type Broker struct {
 	*broker.Broker
-	tb testing.TB
+	tb    testing.TB
+	clock *broker.OffsetClock
+	trace *trace
 }
 
 // Start starts a broker on 127.0.0.1 and a free port, configured by opts, and
 // registers tb.Cleanup to close it. It fails the test if the broker cannot
 // listen.
+//
+// The broker's clock is the real clock plus an offset that Advance moves
+// (unless opts set another clock). Every event the broker reports is
+// recorded (Events, Timeline), and when the test fails the timelines of the
+// busiest messages are written to the test log.
 func Start(tb testing.TB, opts ...broker.Option) *Broker {
 	tb.Helper()
-	b := broker.New(opts...)
+	clock := &broker.OffsetClock{}
+	b := broker.New(append([]broker.Option{broker.WithClock(clock)}, opts...)...)
+	tk := &Broker{Broker: b, tb: tb, clock: clock, trace: &trace{}}
+	b.OnEvent(tk.trace.record)
 	if err := b.Listen("127.0.0.1:0"); err != nil {
 		tb.Fatalf("pulsarsim: start broker: %v", err)
 	}
-	tb.Cleanup(func() { b.Close() })
-	return &Broker{Broker: b, tb: tb}
+	tb.Cleanup(func() {
+		b.Close()
+		if tb.Failed() {
+			tb.Logf("pulsarsim: what the broker saw (busiest messages first):\n%s", tk.Timelines(10))
+		}
+	})
+	return tk
 }
 
 // URL returns the broker's service URL, "pulsar://127.0.0.1:PORT", for

@@ -90,4 +90,3 @@ func (b *Broker) Sub(topic, sub string) broker.SubscriptionSnapshot {
 	}
 	return s
 }
-

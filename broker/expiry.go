@@ -1,0 +1,138 @@
+package broker
+
+import (
+	"time"
+)
+
+// Message TTL, as Pulsar applies it: a topic policy wins over its namespace's
+// policy; 0 means no TTL. A periodic check (every 5 minutes by default, as
+// Pulsar's messageExpiryCheckIntervalInMinutes) moves each subscription's
+// mark-delete position past the entries whose publish time is older than
+// the TTL by the broker clock. RunExpiryCheck runs it at once.
+
+// minBacklogForExpiryCheck and expiryThreshold are Pulsar's constants: a
+// subscription with consumers and a small backlog is only expired once its
+// oldest entry is 1.5 TTLs old.
+const (
+	minBacklogForExpiryCheck = 1000
+	expiryThreshold          = 1.5
+)
+
+// WithExpiryCheckInterval sets how often the broker applies message TTL.
+// Default 5 minutes; 0 turns the periodic check off (RunExpiryCheck still
+// works).
+func WithExpiryCheckInterval(d time.Duration) Option {
+	return func(c *config) { c.expiryInterval = d }
+}
+
+// SetNamespaceMessageTTL sets the message TTL of the namespace "tenant/ns";
+// 0 removes it.
+func (b *Broker) SetNamespaceMessageTTL(ns string, ttl time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ttl <= 0 {
+		delete(b.nsTTL, ns)
+		return
+	}
+	b.nsTTL[ns] = ttl
+}
+
+// SetTopicMessageTTL sets the message TTL of a topic (all partitions of a
+// partitioned topic); 0 removes it, so the namespace's applies again.
+func (b *Broker) SetTopicMessageTTL(topic string, ttl time.Duration) error {
+	tn, err := ParseTopicName(topic)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ttl <= 0 {
+		delete(b.topicTTL, tn.Base().String())
+		return nil
+	}
+	b.topicTTL[tn.Base().String()] = ttl
+	return nil
+}
+
+// messageTTL returns the TTL in force for a topic: the topic's policy, else
+// its namespace's, else 0.
+func (b *Broker) messageTTL(tn TopicName) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if d, ok := b.topicTTL[tn.Base().String()]; ok {
+		return d
+	}
+	return b.nsTTL[tn.NamespaceName()]
+}
+
+// RunExpiryCheck applies message TTL to every subscription of every topic
+// now, by the broker clock.
+func (b *Broker) RunExpiryCheck() {
+	b.mu.Lock()
+	topics := make([]*Topic, 0, len(b.topics))
+	for _, t := range b.topics {
+		topics = append(topics, t)
+	}
+	b.mu.Unlock()
+	now := b.cfg.clock.Now()
+	for _, t := range topics {
+		if ttl := b.messageTTL(t.name); ttl > 0 && t.name.Persistent {
+			t.expire(now, ttl)
+		}
+	}
+}
+
+// expire moves each subscription's mark-delete position past the entries
+// older than ttl at now.
+func (t *Topic) expire(now time.Time, ttl time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	expired := func(n int64) bool {
+		e := t.log.get(n)
+		return e != nil && now.After(time.UnixMilli(int64(e.publishTime)).Add(ttl))
+	}
+	for _, s := range t.subs {
+		first := s.cur.MarkDelete() + 1
+		backlog := s.cur.Backlog(t.log.end())
+		if backlog == 0 {
+			continue
+		}
+		if len(s.consumers) > 0 && backlog < minBacklogForExpiryCheck {
+			e := t.log.get(first)
+			if e == nil || !now.After(time.UnixMilli(int64(e.publishTime)).Add(time.Duration(float64(ttl)*expiryThreshold))) {
+				continue
+			}
+		}
+		// Publish times grow along the log, so the expired entries are a
+		// prefix: find its last one.
+		last := first - 1
+		for n := first; n < t.log.end() && expired(n); n++ {
+			last = n
+		}
+		if last < first {
+			continue
+		}
+		if s.disp != nil {
+			s.disp.Expire(last)
+		} else {
+			s.cur.ExpireThrough(last)
+		}
+		t.b.emit(Event{Kind: EventExpired, Topic: t.full, Subscription: s.name, ID: t.eventID(last)})
+		s.dispatchLocked()
+	}
+}
+
+// expiryLoop runs RunExpiryCheck every interval until the broker closes.
+func (b *Broker) expiryLoop(interval time.Duration, done <-chan struct{}) {
+	defer b.wg.Done()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			b.RunExpiryCheck()
+		}
+	}
+}

@@ -1,0 +1,355 @@
+package testkit
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsar/log"
+)
+
+// Outcome is what a scripted handler does with one delivery.
+type Outcome int
+
+// The outcomes a Script can choose.
+const (
+	// Ack acknowledges the message, synchronously: the driver's consumers use
+	// AckWithResponse, so an ack that returned without error reached the
+	// broker and cannot be lost in the client's ack-grouping buffer.
+	Ack Outcome = iota
+	// Nack negatively acknowledges the message: the client asks for
+	// redelivery after its NackRedeliveryDelay.
+	Nack
+	// NoAnswer neither acks nor nacks: the message stays with the consumer.
+	NoAnswer
+	// Crash kills the consumer as a process crash would: its connection
+	// drops, whatever it had received is lost, and a new consumer with the
+	// same name takes its place.
+	Crash
+)
+
+// String returns the outcome's name.
+func (o Outcome) String() string {
+	switch o {
+	case Ack:
+		return "ack"
+	case Nack:
+		return "nack"
+	case NoAnswer:
+		return "no answer"
+	case Crash:
+		return "crash"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// Script decides what the handler does with a delivery. attempt counts the
+// earlier deliveries of the same message to this driver's handlers: 0 the
+// first time.
+type Script func(m pulsar.Message, attempt int) Outcome
+
+// DriverOptions configure a settlement Driver.
+type DriverOptions struct {
+	// URL is the broker's service URL; Broker.Drive sets it.
+	URL string
+	// Consumer holds the options of every consumer. Each consumer is named
+	// Consumer.Name (or "driver") plus "-0", "-1"…; AckWithResponse is
+	// always on.
+	Consumer pulsar.ConsumerOptions
+	// Consumers is how many consumers run, each on its own client like a
+	// separate process. Default 1.
+	Consumers int
+	// Script decides each delivery's outcome. Nil means Ack always.
+	Script Script
+	// Crash, when set, is called with a crashing consumer's name before the
+	// driver closes its client; Broker.Drive sets it to drop the consumer's
+	// TCP connection at the broker, so the broker sees a disconnect and not
+	// a close.
+	Crash func(consumer string)
+	// ReleaseIdle, when positive, restarts (closes and reopens) a consumer
+	// that holds messages it never answered once no delivery arrived for
+	// this long: those messages go back to the subscription.
+	ReleaseIdle time.Duration
+}
+
+// Delivery is one message a driver's handler saw, and what it did.
+type Delivery struct {
+	Consumer string
+	// ID is "ledger:entry:partition:batch".
+	ID              string
+	Key             string
+	Payload         []byte
+	Properties      map[string]string
+	RedeliveryCount uint32
+	Attempt         int
+	Outcome         Outcome
+	// Acked is set when the outcome was Ack and the broker confirmed it.
+	Acked bool
+}
+
+// Driver runs consumers whose handler follows a Script. It is the building
+// block of the scenarios and property checks.
+type Driver struct {
+	tb   testing.TB
+	opts DriverOptions
+
+	mu         sync.Mutex
+	deliveries []Delivery
+	attempts   map[string]int
+	last       time.Time
+	slots      []*incarnation
+	closed     bool
+	changed    chan struct{}
+
+	crashes chan *incarnation
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// incarnation is one life of a consumer slot: a client, its consumer and
+// the goroutine reading it.
+type incarnation struct {
+	slot   int
+	name   string
+	client pulsar.Client
+	cons   pulsar.Consumer
+	stop   chan struct{}
+	done   chan struct{}
+	held   int
+}
+
+// MessageKey formats a message id as a Delivery.ID does.
+func MessageKey(id pulsar.MessageID) string {
+	return fmt.Sprintf("%d:%d:%d:%d", id.LedgerID(), id.EntryID(), id.PartitionIdx(), id.BatchIdx())
+}
+
+// Drive starts a settlement driver against the broker at o.URL. It stops
+// when the test ends, or at Close.
+func Drive(tb testing.TB, o DriverOptions) *Driver {
+	tb.Helper()
+	if o.Consumers <= 0 {
+		o.Consumers = 1
+	}
+	if o.Script == nil {
+		o.Script = func(pulsar.Message, int) Outcome { return Ack }
+	}
+	if o.Consumer.Name == "" {
+		o.Consumer.Name = "driver"
+	}
+	o.Consumer.AckWithResponse = true
+	d := &Driver{
+		tb: tb, opts: o, attempts: map[string]int{}, last: time.Now(),
+		changed: make(chan struct{}, 1), crashes: make(chan *incarnation, o.Consumers), stop: make(chan struct{}),
+	}
+	for i := 0; i < o.Consumers; i++ {
+		inc, err := d.start(i)
+		if err != nil {
+			d.Close()
+			tb.Fatalf("pulsarsim driver: start consumer %d: %v", i, err)
+		}
+		d.slots = append(d.slots, inc)
+	}
+	d.wg.Add(1)
+	go d.supervise()
+	tb.Cleanup(d.Close)
+	return d
+}
+
+// Drive starts a settlement driver against this broker; a Crash outcome
+// drops the consumer's connection at the broker.
+func (b *Broker) Drive(o DriverOptions) *Driver {
+	b.tb.Helper()
+	o.URL = b.URL()
+	if o.Crash == nil {
+		topic, sub := o.Consumer.Topic, o.Consumer.SubscriptionName
+		o.Crash = func(name string) { b.DropConsumerConnection(topic, sub, name) }
+	}
+	return Drive(b.tb, o)
+}
+
+func (d *Driver) start(slot int) (*incarnation, error) {
+	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: d.opts.URL, Logger: log.DefaultNopLogger()})
+	if err != nil {
+		return nil, err
+	}
+	co := d.opts.Consumer
+	co.Name = fmt.Sprintf("%s-%d", d.opts.Consumer.Name, slot)
+	cons, err := client.Subscribe(co)
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	inc := &incarnation{slot: slot, name: co.Name, client: client, cons: cons,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go d.read(inc)
+	return inc, nil
+}
+
+func (d *Driver) read(inc *incarnation) {
+	defer close(inc.done)
+	for {
+		select {
+		case <-inc.stop:
+			return
+		case m, ok := <-inc.cons.Chan():
+			if !ok {
+				return
+			}
+			if !d.handle(inc, m) {
+				return
+			}
+		}
+	}
+}
+
+// handle applies the script to one delivery. It returns false when the
+// consumer crashed and must read no more.
+func (d *Driver) handle(inc *incarnation, m pulsar.Message) bool {
+	key := MessageKey(m.ID())
+	d.mu.Lock()
+	attempt := d.attempts[key]
+	d.attempts[key]++
+	d.last = time.Now()
+	d.mu.Unlock()
+	outcome := d.opts.Script(m, attempt)
+	del := Delivery{
+		Consumer: inc.name, ID: key, Key: m.Key(), Payload: m.Payload(), Properties: maps.Clone(m.Properties()),
+		RedeliveryCount: m.RedeliveryCount(), Attempt: attempt, Outcome: outcome,
+	}
+	switch outcome {
+	case Ack:
+		del.Acked = inc.cons.Ack(m) == nil
+	case Nack:
+		inc.cons.Nack(m)
+	case NoAnswer:
+		inc.held++
+	}
+	d.mu.Lock()
+	d.deliveries = append(d.deliveries, del)
+	d.mu.Unlock()
+	d.notify()
+	if outcome == Crash {
+		d.crashes <- inc
+		return false
+	}
+	return true
+}
+
+func (d *Driver) notify() {
+	select {
+	case d.changed <- struct{}{}:
+	default:
+	}
+}
+
+// supervise replaces crashed consumers and releases idle held messages.
+func (d *Driver) supervise() {
+	defer d.wg.Done()
+	var tick <-chan time.Time
+	if d.opts.ReleaseIdle > 0 {
+		t := time.NewTicker(d.opts.ReleaseIdle / 2)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-d.stop:
+			return
+		case inc := <-d.crashes:
+			if d.opts.Crash != nil {
+				d.opts.Crash(inc.name)
+			}
+			d.replace(inc)
+		case <-tick:
+			d.mu.Lock()
+			idle := time.Since(d.last) >= d.opts.ReleaseIdle
+			var holding []*incarnation
+			for _, inc := range d.slots {
+				if idle && inc != nil && inc.held > 0 {
+					holding = append(holding, inc)
+				}
+			}
+			d.mu.Unlock()
+			for _, inc := range holding {
+				d.replace(inc)
+			}
+		}
+	}
+}
+
+// replace ends an incarnation (its client closes, so the broker takes back
+// whatever it held) and starts the next one in its slot.
+func (d *Driver) replace(inc *incarnation) {
+	select {
+	case <-inc.stop:
+	default:
+		close(inc.stop)
+	}
+	inc.client.Close()
+	<-inc.done
+	next, err := d.start(inc.slot)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		if !d.closed {
+			d.tb.Errorf("pulsarsim driver: restart %s: %v", inc.name, err)
+		}
+		d.slots[inc.slot] = nil
+		return
+	}
+	if d.closed {
+		next.client.Close()
+		return
+	}
+	d.slots[inc.slot] = next
+	d.last = time.Now()
+}
+
+// Deliveries returns a copy of every delivery so far, in the order the
+// handlers saw them.
+func (d *Driver) Deliveries() []Delivery {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]Delivery(nil), d.deliveries...)
+}
+
+// Wait blocks until cond holds for the deliveries so far, failing the test
+// with what when ctx ends first.
+func (d *Driver) Wait(ctx context.Context, what string, cond func([]Delivery) bool) {
+	d.tb.Helper()
+	for !cond(d.Deliveries()) {
+		select {
+		case <-ctx.Done():
+			d.tb.Fatalf("pulsarsim driver: waiting for %s: %v (after %d deliveries)", what, ctx.Err(), len(d.Deliveries()))
+		case <-d.changed:
+		case <-time.After(fallbackPoll):
+		}
+	}
+}
+
+// Close stops the driver and closes its consumers and clients.
+func (d *Driver) Close() {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	d.closed = true
+	d.mu.Unlock()
+	close(d.stop)
+	d.wg.Wait()
+	d.mu.Lock()
+	slots := append([]*incarnation(nil), d.slots...)
+	d.mu.Unlock()
+	for _, inc := range slots {
+		if inc != nil {
+			close(inc.stop)
+			inc.client.Close()
+			<-inc.done
+		}
+	}
+}
