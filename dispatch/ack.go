@@ -64,6 +64,7 @@ func (d *Dispatcher) AckCumulative(id uint64, e int64) {
 func (d *Dispatcher) Expire(e int64) {
 	d.cur.ExpireThrough(e)
 	d.dropAckedReplay()
+	d.dropAckedDelayed()
 	d.trimInflight()
 }
 
@@ -76,6 +77,7 @@ func (d *Dispatcher) Expire(e int64) {
 func (d *Dispatcher) ResetTo(e int64) {
 	d.cur.ResetTo(e)
 	d.replay.clear()
+	d.dropDelayed()
 	for _, c := range d.consumers {
 		if c.pending != nil {
 			for k := range c.pending {

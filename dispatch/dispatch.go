@@ -53,7 +53,8 @@ func (d *Dispatcher) deliverMulti(c *consumer, e int64, hash int32, log Log) Del
 // nextShared returns the next Shared entry to send: the first
 // unacknowledged replay entry, else the next unacknowledged entry from the read
 // position. It does not consume it.
-func (d *Dispatcher) nextShared(end int64) (e int64, fromReplay, ok bool) {
+func (d *Dispatcher) nextShared(log Log) (e int64, fromReplay, ok bool) {
+	end := log.End()
 	for d.replay.len() > 0 {
 		it := d.replay.items[0]
 		if !d.cur.IsAcked(it.entry) {
@@ -66,7 +67,7 @@ func (d *Dispatcher) nextShared(end int64) (e int64, fromReplay, ok bool) {
 		if e >= end {
 			return 0, false, false
 		}
-		if !d.replay.contains(e) {
+		if !d.replay.contains(e) && !d.holdIfDelayed(e, log.Info(e), 0) {
 			return e, false, true
 		}
 		d.cur.SetReadPosition(e + 1)
@@ -105,10 +106,9 @@ func (d *Dispatcher) nextConsumer() *consumer {
 // nextConsumer) gets up to MaxRoundRobinBatch entries while it stays available;
 // an entry is sent when permits > 0 and costs its unacknowledged messages.
 func (d *Dispatcher) dispatchShared(log Log) []Delivery {
-	end := log.End()
 	var out []Delivery
 	for {
-		if _, _, ok := d.nextShared(end); !ok {
+		if _, _, ok := d.nextShared(log); !ok {
 			break
 		}
 		c := d.nextConsumer()
@@ -116,7 +116,7 @@ func (d *Dispatcher) dispatchShared(log Log) []Delivery {
 			break
 		}
 		for n := 0; n < d.opts.MaxRoundRobinBatch && c.available(); n++ {
-			e, fromReplay, ok := d.nextShared(end)
+			e, fromReplay, ok := d.nextShared(log)
 			if !ok {
 				break
 			}
@@ -202,7 +202,11 @@ func (d *Dispatcher) dispatchKeyShared(log Log) []Delivery {
 		if d.replay.contains(e) {
 			continue
 		}
-		h := d.sel.hash(log.Info(e).Key)
+		info := log.Info(e)
+		h := d.sel.hash(info.Key)
+		if d.holdIfDelayed(e, info, h) {
+			continue
+		}
 		c := d.sel.selectHash(h)
 		if c == nil || !c.available() || d.replay.hasHash(h) || d.heldByOther(h, c) {
 			d.replay.add(e, h)

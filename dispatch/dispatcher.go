@@ -78,6 +78,11 @@ type Dispatcher struct {
 	holds  map[int32]*hashHold
 	// scratch is reused by dispatchKeyShared for the hashes found blocked.
 	scratch map[int32]struct{}
+
+	// Delayed delivery (Shared/Key_Shared): the time last given to SetTime
+	// and the entries held until their deliver_at_time.
+	now     int64
+	delayed map[int64]delayedItem
 }
 
 // New returns a dispatcher for a subscription of type opts.Type over cursor c.
@@ -214,6 +219,7 @@ func (d *Dispatcher) RemoveConsumer(id uint64) {
 		}
 		clear(d.holds)
 		d.replay.clear()
+		d.dropDelayed()
 		d.cur.ClearRedeliveries()
 		d.sel = nil
 	}

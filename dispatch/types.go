@@ -57,6 +57,9 @@ type EntryInfo struct {
 	// Key is the entry's sticky key, already chosen by the broker: ordering_key,
 	// else partition_key, else "NONE_KEY". Only Key_Shared reads it.
 	Key []byte
+	// DeliverAt is the entry's deliver_at_time in milliseconds, 0 when it is
+	// not delayed. Only Shared and Key_Shared honour it (see SetTime).
+	DeliverAt int64
 }
 
 // Log is the read-only view of a topic's log that the broker passes to Dispatch.
@@ -116,6 +119,8 @@ const (
 	DefaultLookAheadPerConsumer = 4000
 	// DefaultLookAheadPerSub is keySharedLookAheadMsgInReplayThresholdPerSubscription.
 	DefaultLookAheadPerSub = 40000
+	// DefaultDelayTick is delayedDeliveryTickTimeMillis.
+	DefaultDelayTick = 1000
 )
 
 // Options configure a Dispatcher. Zero numeric fields take the Default… values,
@@ -148,6 +153,9 @@ type Options struct {
 	LookAheadPerConsumer int
 	// LookAheadPerSub is the subscription-wide cap of that limit (see above).
 	LookAheadPerSub int
+	// DelayTick is delayedDeliveryTickTimeMillis: a delayed entry due within
+	// one tick of now is sent at once (default 1000 ms).
+	DelayTick int64
 }
 
 // DefaultOptions returns Pulsar 4.0's defaults for a subscription of type t on
@@ -162,6 +170,7 @@ func DefaultOptions(t SubType) Options {
 		ConsistentHashPoints:  DefaultConsistentHashPoints,
 		LookAheadPerConsumer:  DefaultLookAheadPerConsumer,
 		LookAheadPerSub:       DefaultLookAheadPerSub,
+		DelayTick:             DefaultDelayTick,
 	}
 }
 
@@ -184,6 +193,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.LookAheadPerSub <= 0 {
 		o.LookAheadPerSub = DefaultLookAheadPerSub
+	}
+	if o.DelayTick <= 0 {
+		o.DelayTick = DefaultDelayTick
 	}
 	return o
 }

@@ -1,0 +1,86 @@
+package dispatch
+
+import "slices"
+
+// Delayed delivery, as Pulsar's InMemoryDelayedDeliveryTracker: on Shared
+// and Key_Shared subscriptions an entry whose deliver_at_time lies beyond the
+// cutoff (now + DelayTick) is not sent when read; it is held in the delayed
+// index until SetTime reaches the cutoff, then joins the replay queue and is
+// sent in position order like a replay, without a redelivery count bump.
+// Exclusive and Failover send such entries at once. Time is whatever the
+// broker passes to SetTime (milliseconds since the epoch); the broker calls it
+// before each Dispatch and on its tick.
+
+// delayedItem is one entry held in the delayed index.
+type delayedItem struct {
+	at   int64 // deliver_at_time, ms
+	hash int32 // sticky hash (Key_Shared)
+}
+
+// SetTime tells the dispatcher the current time in milliseconds. Delayed
+// entries due by now + DelayTick move to the replay queue; the next Dispatch
+// sends them.
+func (d *Dispatcher) SetTime(nowMs int64) {
+	d.now = nowMs
+	if len(d.delayed) == 0 {
+		return
+	}
+	cutoff := d.cutoff()
+	var due []int64
+	for e, it := range d.delayed {
+		if it.at <= cutoff {
+			due = append(due, e)
+		}
+	}
+	slices.Sort(due)
+	for _, e := range due {
+		it := d.delayed[e]
+		delete(d.delayed, e)
+		if !d.cur.IsAcked(e) {
+			d.replay.add(e, it.hash)
+		}
+	}
+}
+
+// Delayed returns the entries held in the delayed index, in position order.
+func (d *Dispatcher) Delayed() []int64 { return sortedKeys(d.delayed) }
+
+// NextDelayed returns the earliest deliver_at_time held, or false when the
+// index is empty.
+func (d *Dispatcher) NextDelayed() (int64, bool) {
+	first, ok := int64(0), false
+	for _, it := range d.delayed {
+		if !ok || it.at < first {
+			first, ok = it.at, true
+		}
+	}
+	return first, ok
+}
+
+func (d *Dispatcher) cutoff() int64 { return d.now + d.opts.DelayTick }
+
+// holdIfDelayed puts entry e in the delayed index when it is to be delivered
+// after the cutoff, and reports whether it did.
+func (d *Dispatcher) holdIfDelayed(e int64, info EntryInfo, hash int32) bool {
+	if info.DeliverAt <= 0 || info.DeliverAt <= d.cutoff() {
+		return false
+	}
+	if d.delayed == nil {
+		d.delayed = make(map[int64]delayedItem)
+	}
+	d.delayed[e] = delayedItem{at: info.DeliverAt, hash: hash}
+	return true
+}
+
+// dropDelayed empties the delayed index: the cursor is rewound or reset, so
+// the entries will be read, and held, again.
+func (d *Dispatcher) dropDelayed() { clear(d.delayed) }
+
+// dropAckedDelayed removes acknowledged entries from the delayed index.
+func (d *Dispatcher) dropAckedDelayed() {
+	for e := range d.delayed {
+		if d.cur.IsAcked(e) {
+			delete(d.delayed, e)
+		}
+	}
+}
