@@ -26,9 +26,10 @@ const (
 	Nack
 	// NoAnswer neither acks nor nacks: the message stays with the consumer.
 	NoAnswer
-	// Crash kills the consumer as a process crash would: its connection
-	// drops, whatever it had received is lost, and a new consumer with the
-	// same name takes its place.
+	// Crash kills the consumer as a process crash would: it stops handling
+	// messages, whatever it had received is lost, its connection drops (when
+	// the driver's Crash hook drops it; otherwise the consumer closes), and
+	// a new consumer with the same name takes its place.
 	Crash
 )
 
@@ -89,6 +90,9 @@ type Delivery struct {
 	Outcome         Outcome
 	// Acked is set when the outcome was Ack and the broker confirmed it.
 	Acked bool
+	// Restarts counts the consumers the driver had replaced (after a crash or
+	// to release unanswered messages) before this delivery.
+	Restarts int
 }
 
 // Driver runs consumers whose handler follows a Script. It is the building
@@ -101,7 +105,9 @@ type Driver struct {
 	deliveries []Delivery
 	attempts   map[string]int
 	last       time.Time
+	restarts   int
 	slots      []*incarnation
+	retired    []pulsar.Client
 	closed     bool
 	changed    chan struct{}
 
@@ -118,9 +124,13 @@ type incarnation struct {
 	client pulsar.Client
 	cons   pulsar.Consumer
 	stop   chan struct{}
+	halted sync.Once
 	done   chan struct{}
 	held   int
 }
+
+// halt tells the incarnation's reader to stop; it may be called many times.
+func (inc *incarnation) halt() { inc.halted.Do(func() { close(inc.stop) }) }
 
 // MessageKey formats a message id as a Delivery.ID does.
 func MessageKey(id pulsar.MessageID) string {
@@ -229,6 +239,7 @@ func (d *Driver) handle(inc *incarnation, m pulsar.Message) bool {
 		inc.held++
 	}
 	d.mu.Lock()
+	del.Restarts = d.restarts
 	d.deliveries = append(d.deliveries, del)
 	d.mu.Unlock()
 	d.notify()
@@ -281,16 +292,20 @@ func (d *Driver) supervise() {
 	}
 }
 
-// replace ends an incarnation (its client closes, so the broker takes back
-// whatever it held) and starts the next one in its slot.
+// replace ends an incarnation (its consumer closes, so the broker takes back
+// whatever it held) and starts the next one, on a new client, in its slot.
+//
+// The old client stays open until the driver closes: closing a
+// pulsar-client-go v0.19.0 client while its dead-letter producer is being
+// created is a data race inside the client (newPartitionProducer against
+// ConnectionClosed), so only the consumer closes here.
 func (d *Driver) replace(inc *incarnation) {
-	select {
-	case <-inc.stop:
-	default:
-		close(inc.stop)
-	}
-	inc.client.Close()
+	inc.halt()
+	inc.cons.Close()
 	<-inc.done
+	d.mu.Lock()
+	d.retired = append(d.retired, inc.client)
+	d.mu.Unlock()
 	next, err := d.start(inc.slot)
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -306,6 +321,7 @@ func (d *Driver) replace(inc *incarnation) {
 		return
 	}
 	d.slots[inc.slot] = next
+	d.restarts++
 	d.last = time.Now()
 }
 
@@ -344,12 +360,16 @@ func (d *Driver) Close() {
 	d.wg.Wait()
 	d.mu.Lock()
 	slots := append([]*incarnation(nil), d.slots...)
+	retired := d.retired
 	d.mu.Unlock()
 	for _, inc := range slots {
 		if inc != nil {
-			close(inc.stop)
+			inc.halt()
 			inc.client.Close()
 			<-inc.done
 		}
+	}
+	for _, c := range retired {
+		c.Close()
 	}
 }

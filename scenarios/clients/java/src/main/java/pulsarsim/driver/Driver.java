@@ -1,0 +1,250 @@
+package pulsarsim.driver;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.File;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.pulsar.client.api.Consumer;
+import org.apache.pulsar.client.api.ConsumerBuilder;
+import org.apache.pulsar.client.api.DeadLetterPolicy;
+import org.apache.pulsar.client.api.Message;
+import org.apache.pulsar.client.api.MessageId;
+import org.apache.pulsar.client.api.MessageIdAdv;
+import org.apache.pulsar.client.api.Producer;
+import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.SubscriptionInitialPosition;
+import org.apache.pulsar.client.api.SubscriptionType;
+
+/**
+ * pulsarsim's scenario driver for the Java client (org.apache.pulsar:pulsar-client).
+ *
+ * <p>It reads one scenario as JSON (from the file named by its first argument, or from stdin),
+ * subscribes, produces the scenario's messages itself (unbatched, each with a property "i"),
+ * answers every delivery as the scenario's script says, and prints one JSON line per thing it saw
+ * or did. The format is described in scenarios/clients/README.md.
+ */
+public final class Driver {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final long START = System.nanoTime();
+  private static PrintStream out;
+
+  private Driver() {}
+
+  public static void main(String[] args) {
+    // Library logging must not mix with the trace: the trace keeps the real
+    // stdout, and everything else printed to System.out goes to stderr.
+    out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
+    System.setOut(System.err);
+    int code = 0;
+    try {
+      run(args);
+    } catch (Throwable e) {
+      Map<String, Object> ev = new LinkedHashMap<>();
+      ev.put("event", "error");
+      ev.put("message", e.toString());
+      emit(ev);
+      code = 1;
+    }
+    out.flush();
+    Runtime.getRuntime().halt(code);
+  }
+
+  private static synchronized void emit(Map<String, Object> ev) {
+    ev.put("t_ms", (System.nanoTime() - START) / 1e6);
+    try {
+      out.println(JSON.writeValueAsString(ev));
+    } catch (Exception e) {
+      out.println("{\"event\":\"error\",\"message\":\"json\"}");
+    }
+    out.flush();
+  }
+
+  private static Map<String, Object> event(String name) {
+    Map<String, Object> ev = new LinkedHashMap<>();
+    ev.put("event", name);
+    return ev;
+  }
+
+  static String formatId(MessageId id) {
+    if (id instanceof MessageIdAdv a) {
+      return a.getLedgerId() + ":" + a.getEntryId() + ":" + a.getPartitionIndex() + ":" + a.getBatchIndex();
+    }
+    return id.toString();
+  }
+
+  private static String outcome(JsonNode sc, String index, int attempt) {
+    JsonNode script = sc.path("script");
+    JsonNode steps = script.has(index) ? script.get(index) : script.path("*");
+    if (steps.isArray() && attempt < steps.size()) {
+      return steps.get(attempt).asText();
+    }
+    return sc.path("default").asText("ack");
+  }
+
+  private static SubscriptionType subType(String name) {
+    switch (name) {
+      case "Exclusive": return SubscriptionType.Exclusive;
+      case "Shared": return SubscriptionType.Shared;
+      case "Failover": return SubscriptionType.Failover;
+      case "Key_Shared":
+      case "KeyShared": return SubscriptionType.Key_Shared;
+      default: throw new IllegalArgumentException("unknown subscription type " + name);
+    }
+  }
+
+  private static void run(String[] args) throws Exception {
+    JsonNode sc = args.length > 0 && !args[0].equals("-")
+        ? JSON.readTree(new File(args[0]))
+        : JSON.readTree(System.in);
+    Map<String, Object> start = event("start");
+    start.put("client", "java");
+    start.put("library", "org.apache.pulsar:pulsar-client");
+    start.put("version", PulsarClient.class.getPackage().getImplementationVersion());
+    emit(start);
+
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(sc.path("deadline_ms").asLong(60000));
+    JsonNode stop = sc.path("stop");
+    int stopAcked = stop.path("acked").asInt(0);
+    int stopDeliveries = stop.path("deliveries").asInt(0);
+    AtomicBoolean stdinClosed = new AtomicBoolean(false);
+    if (stop.path("stdin_eof").asBoolean(false)) {
+      Thread t = new Thread(() -> {
+        try {
+          InputStream in = System.in;
+          byte[] buf = new byte[256];
+          while (in.read(buf) >= 0) {
+            // discard
+          }
+        } catch (Exception ignored) {
+          // end of input either way
+        }
+        stdinClosed.set(true);
+      }, "stdin-watch");
+      t.setDaemon(true);
+      t.start();
+    }
+
+    String topic = sc.get("topic").asText();
+    PulsarClient client = PulsarClient.builder().serviceUrl(sc.get("service_url").asText()).build();
+    ConsumerBuilder<byte[]> cb = client.newConsumer()
+        .topic(topic)
+        .subscriptionName(sc.get("subscription").asText())
+        .subscriptionType(subType(sc.path("subscription_type").asText("Shared")))
+        .consumerName("java-driver")
+        .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest);
+    long ackTimeout = sc.path("ack_timeout_ms").asLong(0);
+    if (ackTimeout > 0) {
+      cb.ackTimeout(ackTimeout, TimeUnit.MILLISECONDS);
+    }
+    long nackDelay = sc.path("nack_delay_ms").asLong(0);
+    if (nackDelay > 0) {
+      cb.negativeAckRedeliveryDelay(nackDelay, TimeUnit.MILLISECONDS);
+    }
+    JsonNode dl = sc.path("dead_letter");
+    if (dl.isObject()) {
+      cb.deadLetterPolicy(DeadLetterPolicy.builder()
+          .maxRedeliverCount(dl.get("max_redeliver_count").asInt())
+          .deadLetterTopic(dl.get("topic").asText())
+          .build());
+    }
+    Consumer<byte[]> consumer = cb.subscribe();
+    emit(event("subscribed"));
+
+    Producer<byte[]> producer = client.newProducer()
+        .topic(topic)
+        .producerName("java-driver-producer")
+        .enableBatching(false)
+        .create();
+    int n = sc.path("messages").asInt(0);
+    for (int i = 0; i < n; i++) {
+      MessageId id = producer.newMessage()
+          .key("k" + i)
+          .value(("m" + i).getBytes(StandardCharsets.UTF_8))
+          .property("i", Integer.toString(i))
+          .send();
+      Map<String, Object> ev = event("produced");
+      ev.put("i", i);
+      ev.put("id", formatId(id));
+      emit(ev);
+    }
+
+    Map<String, Integer> attempts = new HashMap<>();
+    Set<String> acked = new HashSet<>();
+    int deliveries = 0;
+    String reason;
+    while (true) {
+      if (stopAcked > 0 && acked.size() >= stopAcked) {
+        reason = "acked";
+        break;
+      }
+      if (stopDeliveries > 0 && deliveries >= stopDeliveries) {
+        reason = "deliveries";
+        break;
+      }
+      if (stdinClosed.get()) {
+        reason = "stdin";
+        break;
+      }
+      if (System.nanoTime() >= deadline) {
+        reason = "deadline";
+        break;
+      }
+      Message<byte[]> msg = consumer.receive(100, TimeUnit.MILLISECONDS);
+      if (msg == null) {
+        continue;
+      }
+      deliveries++;
+      Map<String, String> props = new TreeMap<>(msg.getProperties());
+      String index = props.getOrDefault("i", "");
+      int attempt = attempts.getOrDefault(index, 0);
+      attempts.put(index, attempt + 1);
+      String action = outcome(sc, index, attempt);
+      Map<String, Object> ev = event("received");
+      int iv = -1;
+      try {
+        iv = Integer.parseInt(index);
+      } catch (NumberFormatException ignored) {
+        // not one of ours
+      }
+      ev.put("i", iv);
+      ev.put("attempt", attempt);
+      ev.put("id", formatId(msg.getMessageId()));
+      ev.put("payload", new String(msg.getValue(), StandardCharsets.UTF_8));
+      ev.put("redelivery_count", msg.getRedeliveryCount());
+      ev.put("properties", props);
+      ev.put("action", action);
+      emit(ev);
+      switch (action) {
+        case "ack":
+          consumer.acknowledge(msg);
+          acked.add(index);
+          break;
+        case "nack":
+          consumer.negativeAcknowledge(msg);
+          break;
+        case "none":
+          break;
+        default:
+          throw new IllegalArgumentException("unknown outcome " + action);
+      }
+    }
+    consumer.close();
+    producer.close();
+    client.close();
+    Map<String, Object> done = event("done");
+    done.put("reason", reason);
+    done.put("deliveries", deliveries);
+    done.put("acked", acked.size());
+    emit(done);
+  }
+}
