@@ -5,8 +5,10 @@ import "slices"
 // Delayed delivery, as Pulsar's InMemoryDelayedDeliveryTracker: on Shared
 // and Key_Shared subscriptions an entry whose deliver_at_time lies beyond the
 // cutoff (now + DelayTick) is not sent when read; it is held in the delayed
-// index until SetTime reaches the cutoff, then joins the replay queue and is
-// sent in position order like a replay, without a redelivery count bump.
+// index. Like the tracker's timer, which fires when the earliest held time is
+// reached, SetTime releases nothing before then; from then on it releases
+// every entry due by the cutoff. Released entries join the replay queue and
+// are sent in position order like replays, without a redelivery count bump.
 // Exclusive and Failover send such entries at once. Time is whatever the
 // broker passes to SetTime (milliseconds since the epoch); the broker calls it
 // before each Dispatch and on its tick.
@@ -17,12 +19,12 @@ type delayedItem struct {
 	hash int32 // sticky hash (Key_Shared)
 }
 
-// SetTime tells the dispatcher the current time in milliseconds. Delayed
-// entries due by now + DelayTick move to the replay queue; the next Dispatch
-// sends them.
+// SetTime tells the dispatcher the current time in milliseconds. Once the
+// earliest delayed entry is due, the delayed entries due by now + DelayTick
+// move to the replay queue; the next Dispatch sends them.
 func (d *Dispatcher) SetTime(nowMs int64) {
 	d.now = nowMs
-	if len(d.delayed) == 0 {
+	if first, ok := d.NextDelayed(); !ok || first > nowMs {
 		return
 	}
 	cutoff := d.cutoff()

@@ -29,15 +29,15 @@ func TestSharedHoldsDelayedEntriesUntilTheTickReachesThem(t *testing.T) {
 			if got := d.Delayed(); !slices.Equal(got, []int64{1, 3}) {
 				t.Fatalf("delayed %v", got)
 			}
-			// Within one tick of its time an entry is due.
-			d.SetTime(4_499)
+			// Nothing is released before the earliest time.
+			d.SetTime(5_499)
 			if got := d.Dispatch(log); len(got) != 0 {
-				t.Fatalf("sent %v before its tick", got)
+				t.Fatalf("sent %v before its time", got)
 			}
-			d.SetTime(4_500)
+			d.SetTime(5_500)
 			got := d.Dispatch(log)
 			if !slices.Equal(allEntries(got), []int64{3}) || got[0].RedeliveryCount != 0 {
-				t.Fatalf("at 4.5 s sent %+v, want entry 3 with count 0", got)
+				t.Fatalf("at 5.5 s sent %+v, want entry 3 with count 0", got)
 			}
 			d.SetTime(20_000)
 			if got := allEntries(d.Dispatch(log)); !slices.Equal(got, []int64{1}) {
@@ -77,5 +77,18 @@ func TestDelayedIndexIsClearedWhenTheLastConsumerLeaves(t *testing.T) {
 	}
 	if got := d.Delayed(); !slices.Equal(got, []int64{0}) {
 		t.Fatalf("delayed %v", got)
+	}
+}
+
+func TestDelayedEntriesDueWithinATickOfTheFirstGoTogether(t *testing.T) {
+	d, _ := newTest(t, Shared)
+	log := delayedLog(5_000, 5_900, 6_200)
+	mustAdd(t, d, ConsumerSpec{ID: 1})
+	d.Flow(1, 10)
+	d.SetTime(0)
+	d.Dispatch(log)
+	d.SetTime(5_000)
+	if got := allEntries(d.Dispatch(log)); !slices.Equal(got, []int64{0, 1}) {
+		t.Fatalf("at 5 s sent %v, want [0 1]", got)
 	}
 }
