@@ -26,6 +26,7 @@ type Broker struct {
 	topicTTL    map[string]time.Duration // message TTL by base topic name
 	done        chan struct{}            // closed by Close
 	conns       map[*conn]struct{}
+	nsreg       namespaceRegistry // tenants and namespaces of the admin API
 	nextLedger  uint64
 	nextProd    uint64
 	closed      bool
@@ -104,6 +105,8 @@ func (b *Broker) attach(ln net.Listener) error {
 	}
 	b.ln = ln
 	b.url = "pulsar://" + ln.Addr().String()
+	b.wg.Add(1)
+	go b.delayedDeliveryLoop(b.done)
 	if d := b.cfg.expiryInterval; d > 0 {
 		b.wg.Add(1)
 		go b.expiryLoop(d, b.done)

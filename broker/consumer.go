@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"time"
+
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pulsarsim/pulsarsim/dispatch"
@@ -17,6 +19,12 @@ type Consumer struct {
 	sub      *Subscription
 	dispID   uint64 // the dispatcher's id: unique within the subscription
 	priority int32
+
+	metadata map[string]string // the consumer's metadata, for stats
+	since    time.Time         // when it subscribed, for stats
+	out      meter             // messages delivered, under the topic's lock
+	bytesOut int64             // under the topic's lock
+	flowed   bool              // it has sent a FLOW, under the topic's lock
 }
 
 // consumer returns the connection's consumer with this id, or nil.
@@ -76,6 +84,12 @@ func (c *conn) handleFlow(f *pb.CommandFlow) bool {
 	t := cs.sub.topic
 	t.mu.Lock()
 	if cs.sub.consumers[cs.dispID] == cs {
+		if !cs.flowed {
+			cs.flowed = true
+			if cs.sub.typ == dispatch.Failover && cs.sub.hasActive {
+				cs.sub.tellActiveLocked(cs)
+			}
+		}
 		cs.sub.disp.Flow(cs.dispID, int(f.GetMessagePermits()))
 		cs.sub.dispatchLocked()
 	}
@@ -117,6 +131,15 @@ func (c *conn) handleAck(a *pb.CommandAck) {
 			case cumulative:
 				if s.typ == dispatch.Shared || s.typ == dispatch.KeyShared {
 					continue // silently ignored, as in Pulsar
+				}
+				if len(id.GetAckSet()) > 0 && t.b.cfg.batchIndexAck && e != nil && e.batched {
+					// Up to a batch index: the entries before are acknowledged
+					// and the batch keeps its unacknowledged indexes.
+					if n-1 > s.cur.MarkDelete() {
+						s.disp.AckCumulative(cs.dispID, n-1)
+					}
+					s.disp.AckBatchIndexes(n, int(e.messages), id.GetAckSet())
+					break
 				}
 				s.disp.AckCumulative(cs.dispID, n)
 			case len(id.GetAckSet()) > 0 && t.b.cfg.batchIndexAck && e != nil && e.batched:

@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -19,6 +20,10 @@ type Producer struct {
 	sent  atomic.Int64
 
 	schemaVersion []byte
+	metadata      map[string]string // the producer's metadata, for stats
+	since         time.Time         // when it connected, for stats
+	in            meter             // messages in, under the topic's lock
+	bytesIn       int64             // under the topic's lock
 }
 
 func (c *conn) handleProducer(p *pb.CommandProducer) {
@@ -50,7 +55,8 @@ func (c *conn) handleProducer(p *pb.CommandProducer) {
 	if name == "" {
 		name = c.b.generatedProducerName()
 	}
-	prod := &Producer{ID: p.GetProducerId(), Name: name, topic: t, conn: c}
+	prod := &Producer{ID: p.GetProducerId(), Name: name, topic: t, conn: c,
+		metadata: properties(p.GetMetadata()), since: time.Now()}
 	t.mu.Lock()
 	for other := range t.producers {
 		if other.Name == name {
@@ -118,6 +124,8 @@ func (c *conn) handleSend(s *pb.CommandSend, payload []byte) bool {
 	}
 	n := t.appendLocked(e)
 	id := t.messageID(n)
+	prod.in.add(time.Now(), int64(e.messages))
+	prod.bytesIn += int64(len(e.data))
 	t.mu.Unlock()
 	prod.sent.Add(1)
 	if c.b.tracing() {

@@ -21,19 +21,25 @@ func encodeSchemaVersion(v int) []byte {
 	return binary.BigEndian.AppendUint64(nil, uint64(v))
 }
 
+// decodeSchemaVersion reads an 8-byte schema version; -1 for any other.
+func decodeSchemaVersion(v []byte) int64 {
+	if len(v) != 8 {
+		return -1
+	}
+	return int64(binary.BigEndian.Uint64(v))
+}
+
 // schemaVersion returns the version of s on topic tn, registering s as a new
-// version when it is new. A nil schema or one of type None is "no schema":
-// it gets the newest version, or the empty one.
+// version when it is new. A nil schema or one of type None is "no schema": it
+// gets the empty version, as Pulsar's tryAddSchema answers when schema
+// validation is not enforced (the default).
 func (b *Broker) schemaVersion(tn TopicName, s *pb.Schema) []byte {
 	key := tn.Base().String()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	list := b.schemas[key]
 	if s == nil || s.GetType() == pb.Schema_None {
-		if len(list) == 0 {
-			return []byte{}
-		}
-		return encodeSchemaVersion(len(list) - 1)
+		return []byte{}
 	}
 	for i, have := range list {
 		if have.GetType() == s.GetType() && bytes.Equal(have.GetSchemaData(), s.GetSchemaData()) {

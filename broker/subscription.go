@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -27,6 +28,10 @@ type Subscription struct {
 	nextID    uint64
 	active    uint64 // Failover: the consumer last told it is active
 	hasActive bool
+
+	out         meter // messages delivered, for stats
+	redelivered meter // messages delivered again, for stats
+	bytesOut    int64
 }
 
 // topicLog adapts a topic's log to dispatch.Log. It is used under the
@@ -40,7 +45,11 @@ func (l topicLog) Info(n int64) dispatch.EntryInfo {
 	if e == nil {
 		return dispatch.EntryInfo{Messages: 1, Key: noneKey}
 	}
-	return dispatch.EntryInfo{Messages: e.messages, Key: e.key}
+	info := dispatch.EntryInfo{Messages: e.messages, Key: e.key}
+	if l.t.name.Persistent {
+		info.DeliverAt = e.deliverAt
+	}
+	return info
 }
 
 // newSubscriptionLocked creates a subscription whose cursor's mark-delete
@@ -201,7 +210,7 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 	}
 	cons := &Consumer{
 		ID: sub.GetConsumerId(), Name: name, conn: c, sub: s, dispID: spec.ID,
-		priority: sub.GetPriorityLevel(),
+		priority: sub.GetPriorityLevel(), metadata: properties(sub.GetMetadata()), since: time.Now(),
 	}
 	s.consumers[spec.ID] = cons
 	c.mu.Lock()
@@ -225,11 +234,22 @@ func (s *Subscription) notifyActiveLocked() {
 		return
 	}
 	s.active, s.hasActive = id, true
-	for did, cons := range s.consumers {
-		cons.conn.send(protocol.Base(pb.BaseCommand_ACTIVE_CONSUMER_CHANGE, &pb.CommandActiveConsumerChange{
-			ConsumerId: proto.Uint64(cons.ID), IsActive: proto.Bool(did == id),
-		}))
+	for _, cons := range s.consumers {
+		if cons.flowed {
+			s.tellActiveLocked(cons)
+		}
 	}
+}
+
+// tellActiveLocked sends a Failover consumer ACTIVE_CONSUMER_CHANGE with its
+// current state. A consumer is told only once it has sent its first FLOW:
+// pulsar-client-go registers a consumer on its connection after SUBSCRIBE's
+// answer, and drops a change that comes earlier; Pulsar sends the change from
+// another thread, in practice after that point.
+func (s *Subscription) tellActiveLocked(cons *Consumer) {
+	cons.conn.send(protocol.Base(pb.BaseCommand_ACTIVE_CONSUMER_CHANGE, &pb.CommandActiveConsumerChange{
+		ConsumerId: proto.Uint64(cons.ID), IsActive: proto.Bool(cons.dispID == s.active),
+	}))
 }
 
 // dispatchLocked asks the dispatcher what to send now and sends it.
@@ -238,6 +258,9 @@ func (s *Subscription) dispatchLocked() {
 		return
 	}
 	t := s.topic
+	if s.typ == dispatch.Shared || s.typ == dispatch.KeyShared {
+		s.disp.SetTime(t.b.cfg.clock.Now().UnixMilli())
+	}
 	for _, d := range s.disp.Dispatch(topicLog{t}) {
 		cons := s.consumers[d.Consumer]
 		e := t.log.get(d.Entry)
@@ -256,6 +279,13 @@ func (s *Subscription) dispatchLocked() {
 			msg.ConsumerEpoch = proto.Uint64(uint64(d.Epoch))
 		}
 		cons.conn.sendPayload(protocol.Base(pb.BaseCommand_MESSAGE, msg), e.data)
+		cons.out.add(time.Now(), int64(d.Messages))
+		cons.bytesOut += int64(len(e.data))
+		s.out.add(time.Now(), int64(d.Messages))
+		s.bytesOut += int64(len(e.data))
+		if d.RedeliveryCount > 0 {
+			s.redelivered.add(time.Now(), int64(d.Messages))
+		}
 		if !t.name.Persistent {
 			// Non-persistent topics keep no acknowledgement state: what is sent
 			// is gone from the subscription.

@@ -1,5 +1,6 @@
-// Command pulsarsim runs a simulated Apache Pulsar broker on 127.0.0.1:6650
-// until it is interrupted. Any Pulsar client can connect to it.
+// Command pulsarsim runs a simulated Apache Pulsar broker on 127.0.0.1:6650,
+// with its admin HTTP API on 127.0.0.1:8080, until it is interrupted. Any
+// Pulsar client can connect to it.
 package main
 
 import (
@@ -7,9 +8,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/pulsarsim/pulsarsim/broker"
 )
@@ -24,6 +28,7 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("pulsarsim", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:6650", "address to serve the Pulsar binary protocol on")
+	httpAddr := fs.String("http", "127.0.0.1:8080", "address to serve the admin HTTP API on (empty: none)")
 	maxMsg := fs.Int("max-message-size", 5*1024*1024, "maxMessageSize in bytes, advertised to clients")
 	autoCreate := fs.Bool("auto-create-topics", true, "create topics on first use")
 	verbose := fs.Bool("v", false, "log every connection event")
@@ -44,9 +49,25 @@ func run(args []string) error {
 		return err
 	}
 	logger.Info("pulsarsim serving", "url", b.URL())
+	var srv *http.Server
+	if *httpAddr != "" {
+		ln, err := net.Listen("tcp", *httpAddr)
+		if err != nil {
+			b.Close()
+			return err
+		}
+		srv = &http.Server{Handler: b.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		logger.Info("pulsarsim admin API serving", "url", "http://"+ln.Addr().String())
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
 	logger.Info("pulsarsim stopping")
+	if srv != nil {
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}
 	return b.Close()
 }

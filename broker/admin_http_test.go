@@ -1,0 +1,336 @@
+package broker_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin/config"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+
+	"github.com/pulsarsim/pulsarsim/broker"
+)
+
+// startAdmin starts a broker with its admin API and returns both, with a
+// pulsaradmin client for the API.
+func startAdmin(t *testing.T) (*broker.Broker, admin.Client, string) {
+	t.Helper()
+	b := broker.New()
+	if err := b.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(b.AdminHandler())
+	t.Cleanup(func() {
+		srv.Close()
+		b.Close()
+	})
+	a, err := admin.New(&config.Config{WebServiceURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, a, srv.URL
+}
+
+func topicName(t *testing.T, s string) utils.TopicName {
+	t.Helper()
+	tn, err := utils.GetTopicName(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *tn
+}
+
+// wantStatus checks that err is a pulsaradmin error with the HTTP code.
+func wantStatus(t *testing.T, err error, code int) {
+	t.Helper()
+	var re rest.Error
+	if !errors.As(err, &re) || re.Code != code {
+		t.Fatalf("got error %v, want HTTP %d", err, code)
+	}
+	if re.Reason == "" {
+		t.Fatalf("error %d without a reason", code)
+	}
+}
+
+func newClient(t *testing.T, b *broker.Broker) pulsar.Client {
+	t.Helper()
+	c, err := pulsar.NewClient(pulsar.ClientOptions{URL: b.URL(), Logger: nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func TestAdminTenantsAndNamespaces(t *testing.T) {
+	_, a, _ := startAdmin(t)
+	if err := a.Tenants().Create(utils.TenantData{Name: "acme", AllowedClusters: []string{"standalone"}}); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, a.Tenants().Create(utils.TenantData{Name: "acme"}), http.StatusConflict)
+	tenants, err := a.Tenants().List()
+	if err != nil || !slices.Contains(tenants, "acme") || !slices.Contains(tenants, "public") {
+		t.Fatalf("tenants %v, %v", tenants, err)
+	}
+	if err := a.Namespaces().CreateNamespace("acme/orders"); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, a.Namespaces().CreateNamespace("acme/orders"), http.StatusConflict)
+	wantStatus(t, a.Namespaces().CreateNamespace("nobody/orders"), http.StatusNotFound)
+	nss, err := a.Namespaces().GetNamespaces("acme")
+	if err != nil || !slices.Equal(nss, []string{"acme/orders"}) {
+		t.Fatalf("namespaces %v, %v", nss, err)
+	}
+	wantStatus(t, a.Tenants().Delete("acme"), http.StatusConflict)
+	if err := a.Namespaces().DeleteNamespace("acme/orders"); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, a.Namespaces().DeleteNamespace("acme/orders"), http.StatusNotFound)
+	if err := a.Tenants().Delete("acme"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAdminTopicsAndPartitionedTopics(t *testing.T) {
+	_, a, _ := startAdmin(t)
+	plain := topicName(t, "persistent://public/default/plain")
+	parted := topicName(t, "persistent://public/default/parted")
+	if err := a.Topics().Create(plain, 0); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, a.Topics().Create(plain, 0), http.StatusConflict)
+	if err := a.Topics().Create(parted, 2); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, a.Topics().Create(parted, 2), http.StatusConflict)
+	wantStatus(t, a.Topics().Create(topicName(t, "persistent://public/missing/x"), 0), http.StatusNotFound)
+
+	md, err := a.Topics().GetMetadata(parted)
+	if err != nil || md.Partitions != 2 {
+		t.Fatalf("metadata %+v, %v", md, err)
+	}
+	if err := a.Topics().Update(parted, 3); err != nil {
+		t.Fatal(err)
+	}
+	if md, _ := a.Topics().GetMetadata(parted); md.Partitions != 3 {
+		t.Fatalf("after update: %d partitions", md.Partitions)
+	}
+	if err := a.Topics().Update(parted, 1); err == nil {
+		t.Fatal("shrinking a partitioned topic succeeded")
+	}
+	ns, _ := utils.GetNamespaceName("public/default")
+	partitioned, others, err := a.Topics().List(*ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(partitioned, []string{parted.String()}) {
+		t.Fatalf("partitioned topics %v", partitioned)
+	}
+	slices.Sort(others)
+	want := []string{parted.String() + "-partition-0", parted.String() + "-partition-1",
+		parted.String() + "-partition-2", plain.String()}
+	if !slices.Equal(others, want) {
+		t.Fatalf("topics %v, want %v", others, want)
+	}
+	if err := a.Topics().Delete(plain, false, true); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, a.Topics().Delete(plain, false, true), http.StatusNotFound)
+	if err := a.Topics().Delete(parted, true, false); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, a.Topics().Delete(parted, true, false), http.StatusNotFound)
+}
+
+func TestAdminStatsShowBacklogUnackedAndConsumers(t *testing.T) {
+	b, a, _ := startAdmin(t)
+	c := newClient(t, b)
+	topic := "persistent://public/default/stats"
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared,
+		Properties: map[string]string{"team": "blue"}, AckWithResponse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	prod, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := 0; i < 3; i++ {
+		if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("m")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := cons.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cons.Ack(m); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := cons.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := a.Topics().GetStats(topicName(t, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, ok := st.Subscriptions["s"]
+	if !ok || ss.MsgBacklog != 2 || ss.UnAckedMessages != 2 || ss.SubType != "Shared" || len(ss.Consumers) != 1 {
+		t.Fatalf("subscription stats %+v", ss)
+	}
+	if ss.MsgOutCounter != 3 || ss.Consumers[0].Metadata["team"] != "blue" {
+		t.Fatalf("consumer stats %+v", ss.Consumers[0])
+	}
+	if len(st.Publishers) != 1 || st.MsgCounterIn != 3 {
+		t.Fatalf("topic stats %+v", st)
+	}
+	_, err = a.Topics().GetStats(topicName(t, "persistent://public/default/none"))
+	wantStatus(t, err, http.StatusNotFound)
+}
+
+func TestAdminPartitionedStatsSumPartitions(t *testing.T) {
+	b, a, _ := startAdmin(t)
+	tn := topicName(t, "persistent://public/default/pstats")
+	if err := a.Topics().Create(tn, 2); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, b)
+	prod, err := c.CreateProducer(pulsar.ProducerOptions{Topic: tn.String(), DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for i := 0; i < 4; i++ {
+		if _, err := prod.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := a.Topics().GetPartitionedStats(tn, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Metadata.Partitions != 2 || len(st.Partitions) != 2 {
+		t.Fatalf("partitioned stats %+v", st)
+	}
+}
+
+func TestAdminMessageTTLPolicies(t *testing.T) {
+	_, a, _ := startAdmin(t)
+	if err := a.Namespaces().SetNamespaceMessageTTL("public/default", 30); err != nil {
+		t.Fatal(err)
+	}
+	if ttl, err := a.Namespaces().GetNamespaceMessageTTL("public/default"); err != nil || ttl != 30 {
+		t.Fatalf("namespace TTL %d, %v", ttl, err)
+	}
+	_, err := a.Namespaces().GetNamespaceMessageTTL("public/none")
+	wantStatus(t, err, http.StatusNotFound)
+	tn := topicName(t, "persistent://public/default/ttl")
+	wantStatus(t, a.Topics().SetMessageTTL(tn, 5), http.StatusNotFound)
+	if err := a.Topics().Create(tn, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Topics().SetMessageTTL(tn, 5); err != nil {
+		t.Fatal(err)
+	}
+	if ttl, err := a.Topics().GetMessageTTL(tn); err != nil || ttl != 5 {
+		t.Fatalf("topic TTL %d, %v", ttl, err)
+	}
+	if err := a.Topics().RemoveMessageTTL(tn); err != nil {
+		t.Fatal(err)
+	}
+	if ttl, _ := a.Topics().GetMessageTTL(tn); ttl != 0 {
+		t.Fatalf("topic TTL after removal %d", ttl)
+	}
+	if err := a.Namespaces().RemoveNamespaceMessageTTL("public/default"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAdminSubscriptionsAndMessageByID(t *testing.T) {
+	b, a, _ := startAdmin(t)
+	tn := topicName(t, "persistent://public/default/subs")
+	if err := a.Topics().Create(tn, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Subscriptions().Create(tn, "early", utils.Earliest); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, a.Subscriptions().Create(tn, "early", utils.Earliest), http.StatusConflict)
+	c := newClient(t, b)
+	prod, err := c.CreateProducer(pulsar.ProducerOptions{Topic: tn.String(), DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	id, err := prod.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("hello"),
+		Properties: map[string]string{"k": "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := a.Subscriptions().GetMessagesByID(tn, id.LedgerID(), id.EntryID())
+	if err != nil || len(msgs) != 1 || string(msgs[0].Payload) != "hello" || msgs[0].Properties["k"] != "v" {
+		t.Fatalf("messages %+v, %v", msgs, err)
+	}
+	subs, err := a.Subscriptions().List(tn)
+	if err != nil || !slices.Equal(subs, []string{"early"}) {
+		t.Fatalf("subscriptions %v, %v", subs, err)
+	}
+	st, _ := a.Topics().GetStats(tn)
+	if st.Subscriptions["early"].MsgBacklog != 1 {
+		t.Fatalf("backlog of the earliest subscription: %+v", st.Subscriptions["early"])
+	}
+	if err := a.Subscriptions().Delete(tn, "early"); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, a.Subscriptions().Delete(tn, "early"), http.StatusNotFound)
+}
+
+func TestAdminLookupSchemaAndUnload(t *testing.T) {
+	b, a, _ := startAdmin(t)
+	tn := topicName(t, "persistent://public/default/looked-up")
+	ld, err := a.Topics().Lookup(tn)
+	if err != nil || ld.BrokerURL != b.URL() {
+		t.Fatalf("lookup %+v, %v", ld, err)
+	}
+	_, err = a.Schemas().GetSchemaInfo(tn.String())
+	wantStatus(t, err, http.StatusNotFound)
+	if err := a.Schemas().CreateSchemaByPayload(tn.String(), utils.PostSchemaPayload{
+		SchemaType: "JSON", Schema: `{"type":"record","name":"R","fields":[]}`,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := a.Schemas().GetSchemaInfoWithVersion(tn.String())
+	if err != nil || info.Version != 0 || info.SchemaInfo.Type != "JSON" {
+		t.Fatalf("schema %+v, %v", info, err)
+	}
+
+	c := newClient(t, b)
+	prod, err := c.CreateProducer(pulsar.ProducerOptions{Topic: tn.String(), DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	if err := a.Topics().Unload(tn); err != nil {
+		t.Fatal(err)
+	}
+	// The producer reconnects after the unload and sends again.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("after unload")}); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, a.Topics().Unload(topicName(t, "persistent://public/default/none")), http.StatusNotFound)
+}

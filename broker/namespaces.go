@@ -1,0 +1,190 @@
+package broker
+
+import (
+	"errors"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
+)
+
+// namespaceRegistry holds the tenants and namespaces created through the
+// admin API, starting with those of a Pulsar standalone. Topics do not need a
+// registered namespace: auto-created topics may live anywhere, and a
+// namespace holding topics counts as existing. It changes under Broker.mu.
+type namespaceRegistry struct {
+	tenants    map[string]bool
+	namespaces map[string]bool // "tenant/ns"
+}
+
+// registryLocked returns the registry, filling in a standalone's tenants and
+// namespaces on first use.
+func (b *Broker) registryLocked() *namespaceRegistry {
+	r := &b.nsreg
+	if r.tenants == nil {
+		r.tenants = map[string]bool{"public": true, "pulsar": true, "sample": true}
+		r.namespaces = map[string]bool{"public/default": true, "public/functions": true, "pulsar/system": true}
+	}
+	return r
+}
+
+// Errors of the tenant and namespace operations.
+var (
+	// ErrTenantNotFound: the tenant does not exist.
+	ErrTenantNotFound = errors.New("Tenant does not exist")
+	// ErrTenantExists: the tenant exists already.
+	ErrTenantExists = errors.New("Tenant already exists")
+	// ErrNamespaceNotFound: the namespace does not exist.
+	ErrNamespaceNotFound = errors.New("Namespace does not exist")
+	// ErrNamespaceExists: the namespace exists already.
+	ErrNamespaceExists = errors.New("Namespace already exists")
+	// ErrNamespaceNotEmpty: the namespace still holds topics.
+	ErrNamespaceNotEmpty = errors.New("Cannot delete non empty namespace")
+	// ErrTenantNotEmpty: the tenant still holds namespaces.
+	ErrTenantNotEmpty = errors.New("The tenant still has active namespaces")
+)
+
+// CreateTenant registers a tenant.
+func (b *Broker) CreateTenant(tenant string) error {
+	if !namedEntity.MatchString(tenant) {
+		return errors.New("Invalid tenant name: " + tenant)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := b.registryLocked()
+	if r.tenants[tenant] {
+		return ErrTenantExists
+	}
+	r.tenants[tenant] = true
+	return nil
+}
+
+// Tenants returns the sorted tenant names.
+func (b *Broker) Tenants() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := b.registryLocked()
+	out := make([]string, 0, len(r.tenants))
+	for t := range r.tenants {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// DeleteTenant removes a tenant that has no namespace left.
+func (b *Broker) DeleteTenant(tenant string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := b.registryLocked()
+	if !r.tenants[tenant] {
+		return ErrTenantNotFound
+	}
+	for ns := range r.namespaces {
+		if strings.HasPrefix(ns, tenant+"/") {
+			return ErrTenantNotEmpty
+		}
+	}
+	delete(r.tenants, tenant)
+	return nil
+}
+
+// CreateNamespace registers the namespace "tenant/ns"; its tenant must
+// exist.
+func (b *Broker) CreateNamespace(ns string) error {
+	tenant, _, ok := strings.Cut(ns, "/")
+	if !ok {
+		return errors.New("Invalid namespace name: " + ns)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := b.registryLocked()
+	switch {
+	case !r.tenants[tenant]:
+		return ErrTenantNotFound
+	case r.namespaces[ns]:
+		return ErrNamespaceExists
+	}
+	r.namespaces[ns] = true
+	return nil
+}
+
+// namespaceExistsLocked reports whether ns is registered or holds a topic.
+func (b *Broker) namespaceExistsLocked(ns string) bool {
+	if b.registryLocked().namespaces[ns] {
+		return true
+	}
+	for _, t := range b.topics {
+		if t.name.NamespaceName() == ns {
+			return true
+		}
+	}
+	for base := range b.partitioned {
+		if tn, err := ParseTopicName(base); err == nil && tn.NamespaceName() == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// NamespaceExists reports whether the namespace "tenant/ns" exists.
+func (b *Broker) NamespaceExists(ns string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.namespaceExistsLocked(ns)
+}
+
+// Namespaces returns the sorted namespaces of a tenant.
+func (b *Broker) Namespaces(tenant string) ([]string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := b.registryLocked()
+	if !r.tenants[tenant] {
+		return nil, ErrTenantNotFound
+	}
+	out := []string{}
+	for ns := range r.namespaces {
+		if strings.HasPrefix(ns, tenant+"/") {
+			out = append(out, ns)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// DeleteNamespace removes a namespace. Without force it must hold no topic;
+// with force its topics are deleted first.
+func (b *Broker) DeleteNamespace(ns string, force bool) error {
+	if !b.NamespaceExists(ns) {
+		return ErrNamespaceNotFound
+	}
+	topics := b.TopicsOfNamespace(ns, pb.CommandGetTopicsOfNamespace_ALL)
+	if len(topics) > 0 && !force {
+		return ErrNamespaceNotEmpty
+	}
+	for _, t := range topics {
+		if tn, err := ParseTopicName(t); err == nil {
+			b.deleteTopics(tn.Base(), true)
+		}
+	}
+	b.mu.Lock()
+	delete(b.registryLocked().namespaces, ns)
+	delete(b.nsTTL, ns)
+	b.mu.Unlock()
+	return nil
+}
+
+// namespaceStatus maps the registry's errors to HTTP statuses.
+func namespaceStatus(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrTenantNotFound), errors.Is(err, ErrNamespaceNotFound):
+		return errStatus(http.StatusNotFound, err.Error())
+	case errors.Is(err, ErrTenantExists), errors.Is(err, ErrNamespaceExists),
+		errors.Is(err, ErrNamespaceNotEmpty), errors.Is(err, ErrTenantNotEmpty):
+		return errStatus(http.StatusConflict, err.Error())
+	}
+	return errStatus(http.StatusPreconditionFailed, err.Error())
+}
