@@ -30,15 +30,16 @@ func decodeSchemaVersion(v []byte) int64 {
 }
 
 // schemaVersion returns the version of s on topic tn, registering s as a new
-// version when it is new. A nil schema or one of type None is "no schema": it
-// gets the empty version, as Pulsar's tryAddSchema answers when schema
-// validation is not enforced (the default).
+// version when it is new. A nil schema is "no schema": it gets the empty
+// version, as Pulsar's tryAddSchema answers when schema validation is not
+// enforced (the default). An explicit bytes schema (type None) is stored like
+// any other.
 func (b *Broker) schemaVersion(tn TopicName, s *pb.Schema) []byte {
 	key := tn.Base().String()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	list := b.schemas[key]
-	if s == nil || s.GetType() == pb.Schema_None {
+	if s == nil {
 		return []byte{}
 	}
 	for i, have := range list {
