@@ -1,0 +1,47 @@
+package main
+
+import "strings"
+
+// Reason categories of the tests pulsarsim fails or skips, by test name.
+
+// dockerTests start a Pulsar container of their own with testcontainers.
+var dockerTests = map[string]bool{
+	"TestConsumerKeepReconnectingAndThenCallClose": true,
+	"TestReconnectConsumer":                        true,
+	"TestReconnectedBrokerSendPermits":             true,
+	"TestProducerKeepReconnectingAndThenCallClose": true,
+	"TestSendAsyncCouldTimeoutWhileReconnecting":   true,
+}
+
+// knownGaps names the pulsarsim feature a failing test needs.
+var knownGaps = map[string]string{
+	"TestConsumerKeySharedWithOrderingKey": "needs-feature: Key_Shared hash-range auto-split selector " +
+		"(the suite's standalone sets subscriptionKeySharedUseConsistentHashing=false; pulsarsim has the " +
+		"consistent-hash ring, where 3 keys on 2 consumers all land on one about 1 run in 4)",
+	"TestExclusiveProducer":                       "needs-feature: producer access modes (Exclusive, WaitForExclusive)",
+	"TestWaitForExclusiveProducer":                "needs-feature: producer access modes (Exclusive, WaitForExclusive)",
+	"TestSendTimeout":                             "needs-feature: publish rate limiting (topic publishRate policy)",
+	"TestSendContextExpired":                      "needs-feature: publish rate limiting (topic publishRate policy)",
+	"TestProducerReconnectWhenBacklogQuotaExceed": "needs-feature: backlog quotas",
+	"TestTopicTermination":                        "needs-feature: topic termination (admin terminate, REACHED_END_OF_TOPIC)",
+	"TestMessageSingleRouter":                     "skipped by the suite itself (flaky)",
+	"TestReaderWithSeekByTime":                    "not yet analysed: reader seek by publish time to -1:-1:-1",
+}
+
+// reasonFor returns the reason category of a failing or skipped test.
+func reasonFor(name string) string {
+	switch {
+	case dockerTests[name]:
+		return "Docker/testcontainers"
+	case strings.HasPrefix(name, "TestTxn"):
+		return "transactions"
+	case strings.Contains(name, "TLS") || strings.Contains(name, "HTTPS"):
+		return "TLS"
+	case strings.Contains(name, "Auth") || strings.Contains(name, "Token"):
+		return "auth"
+	}
+	if r, ok := knownGaps[name]; ok {
+		return r
+	}
+	return "not yet analysed"
+}
