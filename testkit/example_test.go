@@ -1,0 +1,158 @@
+package testkit_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/pulsarsim/pulsarsim/broker"
+	"github.com/pulsarsim/pulsarsim/testkit"
+)
+
+// inTest runs f as a test would, so that these examples can call the
+// functions that take a testing.TB. In your own code, f's body is the body
+// of a TestXxx function.
+func inTest(f func(t *testing.T)) {
+	// Keep the inner run quiet even under go test -v: an example's output
+	// is compared with its Output comment.
+	if v := flag.Lookup("test.v"); v != nil {
+		old := v.Value.String()
+		v.Value.Set("false")
+		defer v.Value.Set(old)
+	}
+	testing.RunTests(func(string, string) (bool, error) { return true, nil },
+		[]testing.InternalTest{{Name: "Example", F: f}})
+}
+
+func ExampleStart() {
+	inTest(func(t *testing.T) {
+		b := testkit.Start(t) // closed by t.Cleanup
+		client := b.Client()  // pulsar-client-go, pointed at b.URL()
+
+		producer, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "orders"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer producer.Close()
+		_, err = producer.Send(context.Background(), &pulsar.ProducerMessage{
+			Payload: []byte("order-1"), Properties: map[string]string{"kind": "new"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range b.Messages("orders") {
+			fmt.Printf("%s %v\n", m.Payload, m.Properties)
+		}
+	})
+	// Output: order-1 map[kind:new]
+}
+
+func ExampleBroker_WaitBacklog() {
+	inTest(func(t *testing.T) {
+		b := testkit.Start(t)
+		ctx := context.Background()
+		consumer, err := b.Client().Subscribe(pulsar.ConsumerOptions{
+			Topic: "jobs", SubscriptionName: "workers", Type: pulsar.Shared,
+			NackRedeliveryDelay: 10 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer consumer.Close()
+		producer, _ := b.Client().CreateProducer(pulsar.ProducerOptions{Topic: "jobs"})
+		defer producer.Close()
+		producer.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("job")})
+
+		m, _ := consumer.Receive(ctx)
+		consumer.Nack(m) // asks for redelivery after 10 ms
+		m, _ = consumer.Receive(ctx)
+		fmt.Println("redelivery count:", m.RedeliveryCount())
+
+		s := b.Sub("jobs", "workers") // what the broker holds
+		fmt.Println("pending at", s.Consumers[0].Name == consumer.Name(), "with count", s.Consumers[0].Pending[0].RedeliveryCount)
+
+		consumer.Ack(m)
+		b.WaitBacklog(ctx, "jobs", "workers", 0) // no sleeping loop
+		fmt.Println("backlog:", b.Sub("jobs", "workers").Backlog)
+	})
+	// Output:
+	// redelivery count: 1
+	// pending at true with count 1
+	// backlog: 0
+}
+
+func ExampleBroker_FailNext() {
+	inTest(func(t *testing.T) {
+		b := testkit.Start(t)
+		// The next SUBSCRIBE fails as a broker that is not ready answers it.
+		if err := b.FailNext("SUBSCRIBE", 1, broker.ServerErrorServiceNotReady); err != nil {
+			t.Fatal(err)
+		}
+		_, err := b.Client().Subscribe(pulsar.ConsumerOptions{
+			Topic: "t", SubscriptionName: "s", MaxReconnectToBroker: ptr(uint(0)),
+		})
+		fmt.Println("first subscribe failed:", err != nil)
+		consumer, err := b.Client().Subscribe(pulsar.ConsumerOptions{Topic: "t", SubscriptionName: "s"})
+		fmt.Println("second subscribe failed:", err != nil)
+		if err == nil {
+			consumer.Close()
+		}
+	})
+	// Output:
+	// first subscribe failed: true
+	// second subscribe failed: false
+}
+
+func ExampleBroker_Drive() {
+	inTest(func(t *testing.T) {
+		b := testkit.Start(t)
+		ctx := context.Background()
+		// A handler that nacks every message twice, then acks it.
+		d := b.Drive(testkit.DriverOptions{
+			Consumer: pulsar.ConsumerOptions{Topic: "work", SubscriptionName: "s", Type: pulsar.Shared,
+				NackRedeliveryDelay: 10 * time.Millisecond},
+			Script: func(_ pulsar.Message, attempt int) testkit.Outcome {
+				if attempt < 2 {
+					return testkit.Nack
+				}
+				return testkit.Ack
+			},
+		})
+		producer, _ := b.Client().CreateProducer(pulsar.ProducerOptions{Topic: "work"})
+		defer producer.Close()
+		producer.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("w")})
+		d.Wait(ctx, "the ack", func(ds []testkit.Delivery) bool { return len(ds) == 3 })
+		for _, del := range d.Deliveries() {
+			fmt.Println(del.RedeliveryCount, del.Outcome)
+		}
+	})
+	// Output:
+	// 0 nack
+	// 1 nack
+	// 2 ack
+}
+
+func ExampleBroker_Advance() {
+	inTest(func(t *testing.T) {
+		b := testkit.Start(t)
+		c, _ := b.Client().Subscribe(pulsar.ConsumerOptions{Topic: "ttl", SubscriptionName: "s"})
+		c.Close() // a durable subscription nobody reads
+		producer, _ := b.Client().CreateProducer(pulsar.ProducerOptions{Topic: "ttl"})
+		defer producer.Close()
+		producer.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("old")})
+
+		b.SetTopicMessageTTL("ttl", time.Hour)
+		fmt.Println("backlog before:", b.Sub("ttl", "s").Backlog)
+		b.Advance(2 * time.Hour) // the broker clock jumps; TTL expiry runs
+		fmt.Println("backlog after:", b.Sub("ttl", "s").Backlog)
+	})
+	// Output:
+	// backlog before: 1
+	// backlog after: 0
+}
+
+func ptr[T any](v T) *T { return &v }
