@@ -38,19 +38,14 @@ func (c *conn) consumer(id uint64) *Consumer {
 // disconnect does: its pending entries go back to the subscription with their
 // redelivery counts unchanged.
 func (cs *Consumer) detach(byClient bool) {
-	t := cs.sub.topic
-	t.mu.Lock()
-	removed := cs.sub.removeConsumerLocked(cs)
-	t.mu.Unlock()
-	if !removed {
-		return
-	}
 	reason := "disconnect"
 	if byClient {
 		reason = "client"
 	}
-	t.b.emit(Event{Kind: EventConsumerClosed, Topic: t.full, Subscription: cs.sub.name, Consumer: cs.Name,
-		ConsumerID: cs.ID, Reason: reason})
+	t := cs.sub.topic
+	t.mu.Lock()
+	cs.sub.removeConsumerLocked(cs, reason)
+	t.mu.Unlock()
 }
 
 // forget removes the consumer from its connection's table.
@@ -217,7 +212,7 @@ func (c *conn) handleUnsubscribe(u *pb.CommandUnsubscribe) {
 		return
 	}
 	others := s.closeConsumersLocked(cs, nil)
-	s.removeConsumerLocked(cs)
+	s.removeConsumerLocked(cs, "client")
 	delete(t.subs, s.name)
 	t.mu.Unlock()
 	c.forget(cs)
@@ -243,9 +238,7 @@ func (s *Subscription) closeConsumersLocked(keep, only *Consumer) []*Consumer {
 		closed = append(closed, o)
 	}
 	for _, o := range closed {
-		s.removeConsumerLocked(o)
-		s.topic.b.emit(Event{Kind: EventConsumerClosed, Topic: s.topic.full, Subscription: s.name,
-			Consumer: o.Name, ConsumerID: o.ID, Reason: "broker"})
+		s.removeConsumerLocked(o, "broker")
 	}
 	return closed
 }

@@ -122,16 +122,12 @@ func (c *conn) handleSend(s *pb.CommandSend, payload []byte) bool {
 		t.mu.Unlock()
 		return sendError(pb.ServerError_TopicNotFound, "Topic was deleted")
 	}
-	n := t.appendLocked(e)
+	n := t.appendLocked(e, prod.Name, pl.Metadata)
 	id := t.messageID(n)
 	prod.in.add(time.Now(), int64(e.messages))
 	prod.bytesIn += int64(len(e.data))
 	t.mu.Unlock()
 	prod.sent.Add(1)
-	if c.b.tracing() {
-		c.b.emit(Event{Kind: EventPublished, Topic: t.full, Producer: prod.Name, ID: t.eventID(n),
-			Properties: properties(pl.Metadata.GetProperties())})
-	}
 	highest := s.GetHighestSequenceId()
 	if highest == 0 {
 		highest = s.GetSequenceId()

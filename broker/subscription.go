@@ -305,14 +305,17 @@ func (t *Topic) eventID(n int64) MessageID {
 
 // removeConsumerLocked detaches a consumer from the subscription. Its pending
 // entries go back to the subscription with their counts unchanged. A
-// non-durable subscription goes with its last consumer. It reports whether
+// non-durable subscription goes with its last consumer. The close is
+// reported, with reason, before the deliveries it causes. It reports whether
 // the consumer was attached.
-func (s *Subscription) removeConsumerLocked(cons *Consumer) bool {
+func (s *Subscription) removeConsumerLocked(cons *Consumer, reason string) bool {
 	if s.consumers[cons.dispID] != cons {
 		return false
 	}
 	delete(s.consumers, cons.dispID)
 	s.disp.RemoveConsumer(cons.dispID)
+	s.topic.b.emit(Event{Kind: EventConsumerClosed, Topic: s.topic.full, Subscription: s.name,
+		Consumer: cons.Name, ConsumerID: cons.ID, Reason: reason})
 	if len(s.consumers) == 0 {
 		s.hasActive = false
 		if !s.durable {

@@ -125,10 +125,15 @@ func (t *Topic) removeProducer(p *Producer) {
 	t.mu.Unlock()
 }
 
-// appendLocked stores e as the topic's next entry and offers it to every
+// appendLocked stores e as the topic's next entry, reports it as published by
+// producer (before any delivery it causes), and offers it to every
 // subscription. It returns the entry's number.
-func (t *Topic) appendLocked(e *entry) int64 {
+func (t *Topic) appendLocked(e *entry, producer string, md *pb.MessageMetadata) int64 {
 	n := t.log.append(e)
+	if t.b.tracing() {
+		t.b.emit(Event{Kind: EventPublished, Topic: t.full, Producer: producer, ID: t.eventID(n),
+			Properties: properties(md.GetProperties())})
+	}
 	for _, s := range t.subs {
 		s.dispatchLocked()
 	}
