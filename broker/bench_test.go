@@ -131,3 +131,62 @@ func BenchmarkProduce1KiB(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSharedProduceConsumeAck measures the whole settlement path: one
+// producer (batching on) sends b.N 1 KiB messages to a Shared subscription
+// whose consumers receive and ack every one; an op ends when the backlog is
+// back to 0.
+func BenchmarkSharedProduceConsumeAck(b *testing.B) {
+	for _, consumers := range []int{1, 4} {
+		b.Run(fmt.Sprintf("consumers-%d", consumers), func(b *testing.B) {
+			br := testkit.Start(b)
+			topic := fmt.Sprintf("bench-settle-%d", consumers)
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			for i := 0; i < consumers; i++ {
+				c, err := br.Client().Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s",
+					Type: pulsar.Shared,
+					// The client flushes grouped acks every 100 ms by default;
+					// that tick, not the broker, would set the time of the last ack.
+					AckGroupingOptions: &pulsar.AckGroupingOptions{MaxSize: 1000, MaxTime: time.Millisecond}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close()
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						select {
+						case <-stop:
+							return
+						case m := <-c.Chan():
+							c.Ack(m)
+						}
+					}
+				}()
+			}
+			p, err := br.Client().CreateProducer(pulsar.ProducerOptions{Topic: topic})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			payload := make([]byte, 1024)
+			ctx := context.Background()
+			b.SetBytes(int64(len(payload)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				p.SendAsync(ctx, &pulsar.ProducerMessage{Payload: payload}, nil)
+			}
+			if err := p.Flush(); err != nil {
+				b.Fatal(err)
+			}
+			br.WaitBacklog(ctx, topic, "s", 0)
+			b.StopTimer()
+			close(stop)
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
+}

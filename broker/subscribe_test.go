@@ -1,0 +1,155 @@
+package broker_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/pulsarsim/pulsarsim/testkit"
+)
+
+func TestUnsubscribeWithOtherConsumersGetsMetadataErrorUnlessItIsTheLast(t *testing.T) {
+	b := testkit.Start(t)
+	client := b.Client()
+	a := subscribe(t, client, pulsar.ConsumerOptions{Topic: "unsub", SubscriptionName: "s", Type: pulsar.Shared})
+	other, err := client.Subscribe(pulsar.ConsumerOptions{Topic: "unsub", SubscriptionName: "s", Type: pulsar.Shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Unsubscribe(); err == nil || !strings.Contains(err.Error(), "MetadataError") {
+		t.Fatalf("unsubscribe beside another consumer: %v, want MetadataError", err)
+	}
+	other.Close()
+	if err := a.Unsubscribe(); err != nil {
+		t.Fatalf("unsubscribe as the only consumer: %v", err)
+	}
+	if _, ok := b.Subscription("unsub", "s"); ok {
+		t.Fatal("the subscription survived its unsubscribe")
+	}
+}
+
+func TestDurableSubscriptionOutlivesItsConsumersAndNonDurableGoesWithTheLast(t *testing.T) {
+	b := testkit.Start(t)
+	client := b.Client()
+	d, err := client.Subscribe(pulsar.ConsumerOptions{Topic: "life", SubscriptionName: "durable"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := client.CreateReader(pulsar.ReaderOptions{Topic: "life", StartMessageID: pulsar.EarliestMessageID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := b.Topic("life")
+	if len(ts.Subscriptions) != 2 {
+		t.Fatalf("subscriptions %v, want the durable one and the reader's", ts.Subscriptions)
+	}
+	d.Close()
+	r.Close()
+	ctx := testCtx(t)
+	b.WaitFor(ctx, "the reader's subscription to go", func() bool {
+		ts, _ := b.Topic("life")
+		return len(ts.Subscriptions) == 1 && ts.Subscriptions[0] == "durable"
+	})
+}
+
+func TestKeySharedStickyOverlappingRangesAreRefused(t *testing.T) {
+	b := testkit.Start(t)
+	client := b.Client()
+	first, err := pulsar.NewKeySharedPolicySticky([]int{0, 30000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subscribe(t, client, pulsar.ConsumerOptions{Topic: "sticky", SubscriptionName: "s", Type: pulsar.KeyShared,
+		KeySharedPolicy: first})
+	overlap, _ := pulsar.NewKeySharedPolicySticky([]int{20000, 40000})
+	_, err = client.Subscribe(pulsar.ConsumerOptions{Topic: "sticky", SubscriptionName: "s", Type: pulsar.KeyShared,
+		KeySharedPolicy: overlap})
+	if err == nil || !strings.Contains(err.Error(), "ConsumerAssignError") {
+		t.Fatalf("overlapping sticky range: %v, want ConsumerAssignError", err)
+	}
+	rest, _ := pulsar.NewKeySharedPolicySticky([]int{30001, 65535})
+	subscribe(t, client, pulsar.ConsumerOptions{Topic: "sticky", SubscriptionName: "s", Type: pulsar.KeyShared,
+		KeySharedPolicy: rest})
+}
+
+func TestGetLastMessageIDReportsTheLastBatchIndex(t *testing.T) {
+	b := testkit.Start(t)
+	client := b.Client()
+	cons := subscribe(t, client, pulsar.ConsumerOptions{Topic: "last", SubscriptionName: "s"})
+	ids, err := cons.GetLastMessageIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 1 || ids[0].EntryID() != -1 {
+		t.Fatalf("empty topic: last ids %v, want entry -1", ids)
+	}
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "last", BatchingMaxPublishDelay: time.Second,
+		BatchingMaxMessages: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	errs := make(chan error, 5)
+	for range 5 {
+		p.SendAsync(testCtx(t), &pulsar.ProducerMessage{Payload: []byte("m")},
+			func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) { errs <- err })
+	}
+	for range 5 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids, err = cons.GetLastMessageIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids[0].EntryID() != 0 || ids[0].BatchIdx() != 4 {
+		t.Fatalf("last id %v, want entry 0 batch index 4", ids[0])
+	}
+}
+
+func TestReaderStartsAtTheGivenMessage(t *testing.T) {
+	b := testkit.Start(t)
+	client := b.Client()
+	ctx := testCtx(t)
+	produceUnbatched(t, client, "reader", 5, numbered)
+	stored := b.Messages("reader")
+	start := stored[2].ID
+	startID, _ := findID(t, client, "reader", start.Entry)
+	r, err := client.CreateReader(pulsar.ReaderOptions{Topic: "reader", StartMessageID: startID,
+		StartMessageIDInclusive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for want := 2; want < 5; want++ {
+		m, err := r.Next(ctx)
+		if err != nil || string(m.Payload()) != strconv.Itoa(want) {
+			t.Fatalf("reader got %v %v, want message %d", m, err, want)
+		}
+	}
+}
+
+// findID reads the topic from the start and returns the id of the message at
+// entry n.
+func findID(t *testing.T, c pulsar.Client, topic string, n int64) (pulsar.MessageID, bool) {
+	r, err := c.CreateReader(pulsar.ReaderOptions{Topic: topic, StartMessageID: pulsar.EarliestMessageID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for r.HasNext() {
+		m, err := r.Next(testCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.ID().EntryID() == n {
+			return m.ID(), true
+		}
+	}
+	t.Fatalf("entry %d not found", n)
+	return nil, false
+}
