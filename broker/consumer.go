@@ -175,6 +175,11 @@ func (c *conn) handleRedeliver(r *pb.CommandRedeliverUnacknowledgedMessages) {
 	if s.consumers[cs.dispID] != cs {
 		return
 	}
+	if r.ConsumerEpoch != nil {
+		// Exclusive and Failover consumers (Java's) raise their epoch with a
+		// redeliver-all and drop messages stamped with an older one.
+		s.disp.UpdateEpoch(cs.dispID, int64(r.GetConsumerEpoch()))
+	}
 	var ids []MessageID
 	if len(r.GetMessageIds()) == 0 {
 		s.disp.RedeliverAll(cs.dispID)

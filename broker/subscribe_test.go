@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/pulsarsim/pulsarsim/protocol"
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
 	"github.com/pulsarsim/pulsarsim/testkit"
 )
 
@@ -152,4 +154,35 @@ func findID(t *testing.T, c pulsar.Client, topic string, n int64) (pulsar.Messag
 	}
 	t.Fatalf("entry %d not found", n)
 	return nil, false
+}
+
+func TestRedeliverWithConsumerEpochStampsTheResentMessages(t *testing.T) {
+	b := testkit.Start(t)
+	c := dialRaw(t, addrOf(b))
+	c.connect()
+	c.producer("epoch", 1)
+	c.write(sendFrame(1, 0, []byte("m")))
+	if r := c.read(); r.SendReceipt == nil {
+		t.Fatalf("got %v", r.GetType())
+	}
+	c.send(protocol.Base(pb.BaseCommand_SUBSCRIBE, &pb.CommandSubscribe{
+		Topic: ptr("epoch"), Subscription: ptr("s"), SubType: pb.CommandSubscribe_Exclusive.Enum(),
+		ConsumerId: ptr(uint64(1)), RequestId: ptr(uint64(2)), ConsumerEpoch: ptr(uint64(0)),
+		InitialPosition: pb.CommandSubscribe_Earliest.Enum(),
+	}))
+	if r := c.read(); r.Success == nil {
+		t.Fatalf("subscribe: %v %v", r.GetType(), r.GetError())
+	}
+	c.send(protocol.Base(pb.BaseCommand_FLOW, &pb.CommandFlow{ConsumerId: ptr(uint64(1)), MessagePermits: ptr(uint32(10))}))
+	if m := c.read().GetMessage(); m == nil || m.GetConsumerEpoch() != 0 {
+		t.Fatalf("first delivery: %v, want epoch 0", m)
+	}
+	// Java's redeliver-all on Exclusive: no ids, the epoch raised by one.
+	c.send(protocol.Base(pb.BaseCommand_REDELIVER_UNACKNOWLEDGED_MESSAGES, &pb.CommandRedeliverUnacknowledgedMessages{
+		ConsumerId: ptr(uint64(1)), ConsumerEpoch: ptr(uint64(1)),
+	}))
+	m := c.read().GetMessage()
+	if m == nil || m.GetConsumerEpoch() != 1 || m.GetRedeliveryCount() != 0 {
+		t.Fatalf("redelivery: %v, want epoch 1 and count 0", m)
+	}
 }

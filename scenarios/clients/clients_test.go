@@ -519,18 +519,7 @@ func run(t *testing.T, c *client, argv []string, sc *scenario) {
 // brokerGaps lists the runs that fail because of a known pulsarsim gap, with
 // the gap. Such a run is skipped when it shows the gap and fails when it no
 // longer does, so that this list and the README table stay true.
-var brokerGaps = map[string]string{
-	// Java asks for "redeliver all" on Exclusive and Failover with a
-	// consumer_epoch one higher, and drops the messages that come back with
-	// an older epoch; pulsarsim's REDELIVER handler does not raise the
-	// consumer's epoch (dispatch.UpdateEpoch is never called), so Java never
-	// sees the redelivery.
-	"java/nack-Exclusive":        javaEpochGap,
-	"java/nack-Failover":         javaEpochGap,
-	"java/ack-timeout-Exclusive": javaEpochGap,
-}
-
-const javaEpochGap = "REDELIVER with consumer_epoch does not raise the consumer's epoch, so the redelivered messages carry the old epoch and the Java client drops them"
+var brokerGaps = map[string]string{}
 
 // waitUntil polls cond until it holds or d passes.
 func waitUntil(d time.Duration, cond func() bool) bool {
