@@ -39,19 +39,31 @@ type Target struct {
 var runCounter atomic.Int64
 
 // NewTarget returns the broker for one scenario: a fresh pulsarsim broker,
-// or the Pulsar named by PULSAR_URL.
+// or the Pulsar named by PULSAR_URL (and PULSAR_ADMIN_URL).
 func NewTarget(tb testing.TB) *Target {
 	tb.Helper()
-	t := &Target{tb: tb, run: fmt.Sprintf("%x-%d", rand.Uint32(), runCounter.Add(1))}
 	if url := os.Getenv("PULSAR_URL"); url != "" {
-		t.URL = url
-		t.AdminURL = os.Getenv("PULSAR_ADMIN_URL")
-		return t
+		return RemoteTarget(tb, url, os.Getenv("PULSAR_ADMIN_URL"))
 	}
+	return SimTarget(tb)
+}
+
+// SimTarget returns a fresh pulsarsim broker as the target.
+func SimTarget(tb testing.TB) *Target {
+	tb.Helper()
+	t := &Target{tb: tb, run: newRunID()}
 	t.Sim = testkit.Start(tb)
 	t.URL = t.Sim.URL()
 	return t
 }
+
+// RemoteTarget returns the Pulsar at url (admin API at adminURL, which may be
+// empty) as the target. Topic names get a suffix unique to the run.
+func RemoteTarget(tb testing.TB, url, adminURL string) *Target {
+	return &Target{tb: tb, run: newRunID(), URL: url, AdminURL: adminURL}
+}
+
+func newRunID() string { return fmt.Sprintf("%x-%d", rand.Uint32(), runCounter.Add(1)) }
 
 // Inspect returns the pulsarsim broker for assertions that need broker
 // inspection, or nil against a real Pulsar; the caller skips those checks
