@@ -21,6 +21,7 @@ type config struct {
 	serverVersion     string
 	maxUnackedPerCons int
 	batchIndexAck     bool
+	ksConsistentHash  bool
 	expiryInterval    time.Duration
 }
 
@@ -35,6 +36,7 @@ func defaultConfig() config {
 		serverVersion:     "Pulsar Server4.0.0-pulsarsim",
 		maxUnackedPerCons: 50000,
 		batchIndexAck:     true,
+		ksConsistentHash:  true,
 		expiryInterval:    5 * time.Minute,
 	}
 }
@@ -72,3 +74,11 @@ func WithMaxUnackedMessagesPerConsumer(n int) Option {
 // WithBatchIndexAck turns acknowledgementAtBatchIndexLevelEnabled on or off.
 // Default on, as in Pulsar 4.0.
 func WithBatchIndexAck(on bool) Option { return func(c *config) { c.batchIndexAck = on } }
+
+// WithKeySharedConsistentHashing sets subscriptionKeySharedUseConsistentHashing:
+// on (the default), Key_Shared AUTO_SPLIT consumers share the hash space on
+// a consistent-hash ring; off, each new consumer takes the lower half of the
+// largest hash range.
+func WithKeySharedConsistentHashing(on bool) Option {
+	return func(c *config) { c.ksConsistentHash = on }
+}

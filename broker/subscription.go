@@ -81,6 +81,7 @@ func (s *Subscription) dispatcherOptions(typ dispatch.SubType) dispatch.Options 
 	o.Topic = s.topic.full
 	o.PartitionIndex = s.topic.name.Partition
 	o.MaxUnackedPerConsumer = s.topic.b.cfg.maxUnackedPerCons
+	o.KeySharedAutoSplitRanges = !s.topic.b.cfg.ksConsistentHash
 	if o.MaxUnackedPerConsumer == 0 || !s.durable {
 		o.MaxUnackedPerConsumer = -1
 	}

@@ -148,6 +148,8 @@ func (d *Dispatcher) AddConsumer(spec ConsumerSpec) error {
 			d.ksMode = spec.KeySharedMode
 			if d.ksMode == Sticky {
 				d.sel = &rangeSelector{}
+			} else if d.opts.KeySharedAutoSplitRanges {
+				d.sel = &autoSplitSelector{}
 			} else {
 				d.sel = newHashRing(d.opts.ConsistentHashPoints)
 			}

@@ -300,3 +300,31 @@ func TestKeySharedReplayWaitsForDrainingHash(t *testing.T) {
 		t.Fatalf("got %+v", got)
 	}
 }
+
+func TestAutoSplitSelectorHalvesTheLargestRange(t *testing.T) {
+	s := &autoSplitSelector{}
+	c1, c2, c3 := &consumer{}, &consumer{}, &consumer{}
+	for _, c := range []*consumer{c1, c2, c3} {
+		if err := s.add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// c2 takes the lower half of c1's whole range, [0, 32768]; c3 the lower
+	// half of the first of the two equal ranges, c2's: [0, 16384].
+	for _, tc := range []struct {
+		h    int32
+		want *consumer
+	}{{0, c3}, {16384, c3}, {16385, c2}, {32768, c2}, {32769, c1}, {65535, c1}} {
+		if got := s.selectHash(tc.h); got != tc.want {
+			t.Errorf("hash %d went to the wrong consumer", tc.h)
+		}
+	}
+	s.remove(c1) // the last range goes to the consumer of the previous one
+	if s.selectHash(65535) != c2 || s.selectHash(16384) != c3 {
+		t.Fatal("wrong owners after the last range's consumer left")
+	}
+	s.remove(c3)
+	if s.selectHash(0) != c2 || len(s.ranges) != 1 {
+		t.Fatalf("ranges %+v", s.ranges)
+	}
+}

@@ -156,6 +156,11 @@ type Options struct {
 	// DelayTick is delayedDeliveryTickTimeMillis: a delayed entry due within
 	// one tick of now is sent at once (default 1000 ms).
 	DelayTick int64
+	// KeySharedAutoSplitRanges gives Key_Shared AUTO_SPLIT consumers hash
+	// ranges split in halves as they join (Pulsar with
+	// subscriptionKeySharedUseConsistentHashing=false) instead of the
+	// consistent-hash ring (the default).
+	KeySharedAutoSplitRanges bool
 }
 
 // DefaultOptions returns Pulsar 4.0's defaults for a subscription of type t on

@@ -31,6 +31,8 @@ func run(args []string) error {
 	httpAddr := fs.String("http", "127.0.0.1:8080", "address to serve the admin HTTP API on (empty: none)")
 	maxMsg := fs.Int("max-message-size", 5*1024*1024, "maxMessageSize in bytes, advertised to clients")
 	autoCreate := fs.Bool("auto-create-topics", true, "create topics on first use")
+	ksHashing := fs.Bool("key-shared-consistent-hashing", true,
+		"Key_Shared AUTO_SPLIT on a consistent-hash ring (false: hash ranges split in halves)")
 	verbose := fs.Bool("v", false, "log every connection event")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -44,6 +46,7 @@ func run(args []string) error {
 		broker.WithLogger(logger),
 		broker.WithMaxMessageSize(*maxMsg),
 		broker.WithAutoTopicCreation(*autoCreate),
+		broker.WithKeySharedConsistentHashing(*ksHashing),
 	)
 	if err := b.Listen(*addr); err != nil {
 		return err

@@ -115,8 +115,10 @@ func run() error {
 		return fmt.Errorf("no test matches %q", o.run)
 	}
 
-	// The suite's standalone.conf sets maxMessageSize to 1 MiB.
-	sim := exec.Command(simBin, "-addr", "127.0.0.1:6650", "-http", "127.0.0.1:8080", "-max-message-size", "1048576")
+	// As the suite's standalone.conf: maxMessageSize 1 MiB,
+	// subscriptionKeySharedUseConsistentHashing false.
+	sim := exec.Command(simBin, "-addr", "127.0.0.1:6650", "-http", "127.0.0.1:8080",
+		"-max-message-size", "1048576", "-key-shared-consistent-hashing=false")
 	simLog, err := os.Create(filepath.Join(tmp, "pulsarsim.log"))
 	if err != nil {
 		return err

@@ -15,9 +15,6 @@ var dockerTests = map[string]bool{
 
 // knownGaps names the pulsarsim feature a failing test needs.
 var knownGaps = map[string]string{
-	"TestConsumerKeySharedWithOrderingKey": "needs-feature: Key_Shared hash-range auto-split selector " +
-		"(the suite's standalone sets subscriptionKeySharedUseConsistentHashing=false; pulsarsim has the " +
-		"consistent-hash ring, where 3 keys on 2 consumers all land on one about 1 run in 4)",
 	"TestExclusiveProducer":                       "needs-feature: producer access modes (Exclusive, WaitForExclusive)",
 	"TestWaitForExclusiveProducer":                "needs-feature: producer access modes (Exclusive, WaitForExclusive)",
 	"TestSendTimeout":                             "needs-feature: publish rate limiting (topic publishRate policy)",
