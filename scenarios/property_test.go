@@ -115,10 +115,23 @@ func runSettlementCase(t *testing.T, rt *rapid.T, c settlementCase) {
 	d.Close()
 	dead := dlqReader.poll()
 
+	ds := d.Deliveries()
+	restarts := 0
+	if len(ds) > 0 {
+		restarts = ds[len(ds)-1].Restarts
+	}
+	// A real broker, while consumers are replaced, can send a message once
+	// more after the handler's ack was confirmed, carrying the count of an
+	// earlier delivery (seen with Pulsar 4.0.8: see FIDELITY.md). pulsarsim
+	// dispatches under one lock and never does. Against a real broker, in a
+	// run where consumers were replaced, such late duplicates are accepted;
+	// everywhere else the strict rules apply.
+	strict := tg.Inspect() != nil || restarts == 0
+
 	acks := map[string]int{}
 	lastCount := map[string]uint32{}
 	lastRestarts := map[string]int{}
-	for _, del := range d.Deliveries() {
+	for _, del := range ds {
 		i := del.Properties["i"]
 		if !counted && del.RedeliveryCount != 0 {
 			rt.Fatalf("%v: message %s delivered with count %d, want 0", c.Type, i, del.RedeliveryCount)
@@ -126,7 +139,7 @@ func runSettlementCase(t *testing.T, rt *rapid.T, c settlementCase) {
 		// Counts never decrease, with one exception that is Pulsar's rule:
 		// when the subscription's last consumer leaves, the broker forgets
 		// every count, so after a consumer was replaced a count may drop to 0.
-		if counted && del.RedeliveryCount < lastCount[i] && (del.RedeliveryCount != 0 || del.Restarts == lastRestarts[i]) {
+		if strict && counted && del.RedeliveryCount < lastCount[i] && (del.RedeliveryCount != 0 || del.Restarts == lastRestarts[i]) {
 			rt.Fatalf("message %s: count went down from %d to %d without the consumers leaving", i, lastCount[i], del.RedeliveryCount)
 		}
 		lastRestarts[i] = del.Restarts
@@ -149,10 +162,6 @@ func runSettlementCase(t *testing.T, rt *rapid.T, c settlementCase) {
 	if !counted && len(dead) > 0 {
 		rt.Fatalf("%v: %d messages reached the dead-letter topic, where counts are always 0", c.Type, len(dead))
 	}
-	restarts := 0
-	if ds := d.Deliveries(); len(ds) > 0 {
-		restarts = ds[len(ds)-1].Restarts
-	}
 	for i := range c.Messages {
 		k := strconv.Itoa(i)
 		switch {
@@ -163,7 +172,7 @@ func runSettlementCase(t *testing.T, rt *rapid.T, c settlementCase) {
 			if acks[k] == 0 {
 				rt.Fatalf("message %s never acked", k)
 			}
-		case acks[k] > 1:
+		case acks[k] > 1 && strict:
 			// Acks are synchronous (AckWithResponse): an ack the handler saw
 			// confirmed is never lost, so the message never comes back.
 			rt.Fatalf("message %s acked %d times", k, acks[k])

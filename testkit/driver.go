@@ -90,8 +90,8 @@ type Delivery struct {
 	Outcome         Outcome
 	// Acked is set when the outcome was Ack and the broker confirmed it.
 	Acked bool
-	// Restarts counts the consumers the driver had replaced (after a crash or
-	// to release unanswered messages) before this delivery.
+	// Restarts counts the consumers the driver had closed to replace them
+	// (after a crash or to release unanswered messages) before this delivery.
 	Restarts int
 }
 
@@ -305,6 +305,9 @@ func (d *Driver) replace(inc *incarnation) {
 	<-inc.done
 	d.mu.Lock()
 	d.retired = append(d.retired, inc.client)
+	// Counted as soon as the old consumer is gone, so that every delivery
+	// after the close, to any consumer, sees it.
+	d.restarts++
 	d.mu.Unlock()
 	next, err := d.start(inc.slot)
 	d.mu.Lock()
@@ -321,7 +324,6 @@ func (d *Driver) replace(inc *incarnation) {
 		return
 	}
 	d.slots[inc.slot] = next
-	d.restarts++
 	d.last = time.Now()
 }
 
