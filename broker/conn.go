@@ -37,6 +37,11 @@ type conn struct {
 
 	received atomic.Bool // any frame since the last keep-alive tick
 
+	// keptFrame is set by a handler that kept the bytes of the frame being
+	// handled (a stored SEND), so the reader does not reuse its buffer.
+	// Reader goroutine only.
+	keptFrame bool
+
 	// Owned by the reader goroutine, but also read by broker-side actions.
 	mu        sync.Mutex
 	connected bool
@@ -69,6 +74,22 @@ func (c *conn) sendPayload(cmd *pb.BaseCommand, payload []byte) {
 		return
 	}
 	c.wbuf = protocol.AppendPayloadCommand(c.wbuf, cmd, payload)
+	c.wmu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// sendFrame queues the frame that appendFrame appends to the outbound buffer
+// (for the hand-encoded frames of the hot paths).
+func (c *conn) sendFrame(appendFrame func(dst []byte) []byte) {
+	c.wmu.Lock()
+	if c.closed {
+		c.wmu.Unlock()
+		return
+	}
+	c.wbuf = appendFrame(c.wbuf)
 	c.wmu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -166,6 +187,11 @@ func (c *conn) readLoop() {
 		}
 		if !c.handle(f) {
 			return
+		}
+		if c.keptFrame {
+			// A stored entry now owns the frame's bytes.
+			c.keptFrame = false
+			buf = nil
 		}
 		if cap(buf) > 1<<20 {
 			buf = nil // a large frame's buffer is not kept for the small ones

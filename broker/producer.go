@@ -116,6 +116,7 @@ func (c *conn) handleSend(s *pb.CommandSend, payload []byte) bool {
 		return sendError(pb.ServerError_ChecksumError, "Checksum failed on the broker")
 	}
 	e := newEntry(payload, pl.Metadata)
+	c.keptFrame = true
 	t := prod.topic
 	t.mu.Lock()
 	if t.deleted {
@@ -132,19 +133,18 @@ func (c *conn) handleSend(s *pb.CommandSend, payload []byte) bool {
 	if highest == 0 {
 		highest = s.GetSequenceId()
 	}
-	c.send(protocol.Base(pb.BaseCommand_SEND_RECEIPT, &pb.CommandSendReceipt{
-		ProducerId:        proto.Uint64(s.GetProducerId()),
-		SequenceId:        proto.Uint64(s.GetSequenceId()),
-		MessageId:         &pb.MessageIdData{LedgerId: id.LedgerId, EntryId: id.EntryId},
-		HighestSequenceId: proto.Uint64(highest),
-	}))
+	producerID, seq := s.GetProducerId(), s.GetSequenceId()
+	c.sendFrame(func(dst []byte) []byte {
+		return protocol.AppendSendReceipt(dst, producerID, seq, highest, id.GetLedgerId(), id.GetEntryId())
+	})
 	return true
 }
 
-// newEntry copies a SEND's payload into a stored entry.
+// newEntry makes a stored entry of a SEND's payload. The entry keeps payload
+// itself, not a copy: the caller hands the frame's buffer over to it.
 func newEntry(payload []byte, md *pb.MessageMetadata) *entry {
 	e := &entry{
-		data:        append([]byte(nil), payload...),
+		data:        payload,
 		publishTime: md.GetPublishTime(),
 		messages:    1,
 		deliverAt:   md.GetDeliverAtTime(),

@@ -70,7 +70,10 @@ type Frame struct {
 	UnknownType bool
 }
 
-var unmarshalPartial = proto.UnmarshalOptions{AllowPartial: true, DiscardUnknown: false}
+var (
+	unmarshalPartial = proto.UnmarshalOptions{AllowPartial: true, DiscardUnknown: false}
+	unmarshalStrict  = proto.UnmarshalOptions{}
+)
 
 // DecodeFrame decodes a frame body as returned by ReadFrame. Required fields
 // are checked: a command that lacks one is malformed. A command whose type
@@ -83,13 +86,22 @@ func DecodeFrame(body []byte) (Frame, error) {
 	if uint64(cmdSize) > uint64(len(body)-4) {
 		return Frame{}, fmt.Errorf("%w: command size %d beyond frame of %d", ErrMalformed, cmdSize, len(body))
 	}
-	cmd := &pb.BaseCommand{}
-	if err := unmarshalPartial.Unmarshal(body[4:4+cmdSize], cmd); err != nil {
-		return Frame{}, fmt.Errorf("%w: %v", ErrMalformed, err)
-	}
 	var payload []byte
 	if rest := body[4+cmdSize:]; len(rest) > 0 {
 		payload = rest
+	}
+	cmd := &pb.BaseCommand{}
+	// The usual frame is a complete command of a known type: a strict
+	// unmarshal checks its required fields as it goes, far cheaper than
+	// CheckInitialized afterwards. Anything else takes the slow path below,
+	// which tells an unknown type from a malformed command.
+	if unmarshalStrict.Unmarshal(body[4:4+cmdSize], cmd) == nil && cmd.Type != nil &&
+		cmd.Type.Descriptor().Values().ByNumber(cmd.Type.Number()) != nil {
+		return Frame{Command: cmd, Payload: payload}, nil
+	}
+	cmd = &pb.BaseCommand{}
+	if err := unmarshalPartial.Unmarshal(body[4:4+cmdSize], cmd); err != nil {
+		return Frame{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	if cmd.Type == nil {
 		if hasField(cmd.ProtoReflect().GetUnknown(), 1) {

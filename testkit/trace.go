@@ -10,22 +10,40 @@ import (
 	"github.com/pulsarsim/pulsarsim/broker"
 )
 
-// trace records every event of one broker, in order.
+// trace records every event of one broker, in order. Events are kept in
+// fixed-size chunks, so recording never copies the events already recorded
+// (a single growing slice did, and showed up in produce profiles).
 type trace struct {
 	mu     sync.Mutex
-	events []broker.Event
+	chunks [][]broker.Event
+	n      int
 }
+
+// traceChunk is the number of events in one chunk.
+const traceChunk = 1024
 
 func (tr *trace) record(e broker.Event) {
 	tr.mu.Lock()
-	tr.events = append(tr.events, e)
+	if tr.n%traceChunk == 0 {
+		tr.chunks = append(tr.chunks, make([]broker.Event, 0, traceChunk))
+	}
+	last := len(tr.chunks) - 1
+	tr.chunks[last] = append(tr.chunks[last], e)
+	tr.n++
 	tr.mu.Unlock()
 }
 
 func (tr *trace) snapshot() []broker.Event {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	return append([]broker.Event(nil), tr.events...)
+	if tr.n == 0 {
+		return nil
+	}
+	out := make([]broker.Event, 0, tr.n)
+	for _, c := range tr.chunks {
+		out = append(out, c...)
+	}
+	return out
 }
 
 // Events returns a copy of every event the broker reported since Start:
