@@ -61,7 +61,7 @@ func TestKeySharedAutoSplitRangesSpreadKeys(t *testing.T) {
 }
 
 func TestCumulativeAckUpToABatchIndexKeepsTheRest(t *testing.T) {
-	b := testkit.Start(t)
+	b := testkit.Start(t, broker.WithBatchIndexAck(true))
 	c := b.Client()
 	ctx := testCtx(t)
 	opts := pulsar.ConsumerOptions{Topic: "cum", SubscriptionName: "s", EnableBatchIndexAcknowledgment: true,

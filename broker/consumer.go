@@ -127,18 +127,26 @@ func (c *conn) handleAck(a *pb.CommandAck) {
 				if s.typ == dispatch.Shared || s.typ == dispatch.KeyShared {
 					continue // silently ignored, as in Pulsar
 				}
-				if len(id.GetAckSet()) > 0 && t.b.cfg.batchIndexAck && e != nil && e.batched {
-					// Up to a batch index: the entries before are acknowledged
-					// and the batch keeps its unacknowledged indexes.
+				if len(id.GetAckSet()) > 0 && e != nil && e.batched {
+					// Up to a batch index: the entries before are acknowledged;
+					// with batch-index acks on, the batch keeps its
+					// unacknowledged indexes, else it stays whole.
 					if n-1 > s.cur.MarkDelete() {
 						s.disp.AckCumulative(cs.dispID, n-1)
 					}
-					s.disp.AckBatchIndexes(n, int(e.messages), id.GetAckSet())
+					if t.b.cfg.batchIndexAck {
+						s.disp.AckBatchIndexes(n, int(e.messages), id.GetAckSet())
+					}
 					break
 				}
 				s.disp.AckCumulative(cs.dispID, n)
 			case len(id.GetAckSet()) > 0 && t.b.cfg.batchIndexAck && e != nil && e.batched:
 				s.disp.AckBatchIndexes(n, int(e.messages), id.GetAckSet())
+			case len(id.GetAckSet()) > 0:
+				// Batch-index acks off: Pulsar's cursor ignores a position
+				// with an ack set, while the subscription still drops the
+				// entry's redelivery counter.
+				s.cur.ForgetRedelivery(n)
 			default:
 				s.disp.Ack(n)
 			}

@@ -35,7 +35,7 @@ func defaultConfig() config {
 		clusterName:       "standalone",
 		serverVersion:     "Pulsar Server4.0.0-pulsarsim",
 		maxUnackedPerCons: 50000,
-		batchIndexAck:     true,
+		batchIndexAck:     false,
 		ksConsistentHash:  true,
 		expiryInterval:    5 * time.Minute,
 	}
@@ -71,8 +71,11 @@ func WithMaxUnackedMessagesPerConsumer(n int) Option {
 	return func(c *config) { c.maxUnackedPerCons = n }
 }
 
-// WithBatchIndexAck turns acknowledgementAtBatchIndexLevelEnabled on or off.
-// Default on, as in Pulsar 4.0.
+// WithBatchIndexAck turns acknowledgmentAtBatchIndexLevelEnabled on or off.
+// Default off, as in Pulsar 4.0 (4.0.8 ships it off; pulsar-client-go's test
+// standalone turns it on). When off, an ack that names batch indexes (an
+// ack_set) only clears the entry's redelivery counter: the entry stays
+// unacknowledged until a whole-entry ack.
 func WithBatchIndexAck(on bool) Option { return func(c *config) { c.batchIndexAck = on } }
 
 // WithKeySharedConsistentHashing sets subscriptionKeySharedUseConsistentHashing:

@@ -445,7 +445,7 @@ func TestCumulativeAckOnExclusiveMovesCursorPastEarlierMessages(t *testing.T) {
 }
 
 func TestBatchIndexAckRedeliversOnlyTheUnackedHalf(t *testing.T) {
-	b := testkit.Start(t)
+	b := testkit.Start(t, broker.WithBatchIndexAck(true))
 	client := b.Client()
 	ctx := testCtx(t)
 	cons := subscribe(t, client, pulsar.ConsumerOptions{Topic: "bia", SubscriptionName: "s", Type: pulsar.Shared,
@@ -486,4 +486,35 @@ func TestBatchIndexAckRedeliversOnlyTheUnackedHalf(t *testing.T) {
 		t.Fatalf("redelivered %v, want only the nacked half [1 3 5 7 9]", back)
 	}
 	b.WaitBacklog(ctx, "bia", "s", 0)
+}
+
+func TestWithoutBatchIndexAckAPartlyAckedBatchComesBackWhole(t *testing.T) {
+	b := testkit.Start(t) // Pulsar 4.0's default: batch-index acks off
+	client := b.Client()
+	ctx := testCtx(t)
+	// Acks with response: the client keeps no pending acks that would make it
+	// drop the redelivered indexes as duplicates itself.
+	cons := subscribe(t, client, pulsar.ConsumerOptions{Topic: "bia-off", SubscriptionName: "s", Type: pulsar.Shared,
+		EnableBatchIndexAcknowledgment: true, AckWithResponse: true, NackRedeliveryDelay: 20 * time.Millisecond})
+	produceWith(t, client, pulsar.ProducerOptions{Topic: "bia-off", BatchingMaxMessages: 4,
+		BatchingMaxPublishDelay: time.Second}, 4, numbered)
+	for i := 0; i < 4; i++ {
+		m := receive(t, ctx, cons)
+		if i%2 == 0 {
+			cons.Ack(m)
+		} else {
+			cons.Nack(m)
+		}
+	}
+	// The acks of single indexes were ignored: all four come back.
+	var back []string
+	for i := 0; i < 4; i++ {
+		m := receive(t, ctx, cons)
+		back = append(back, string(m.Payload()))
+		cons.Ack(m)
+	}
+	if fmt.Sprint(back) != "[0 1 2 3]" {
+		t.Fatalf("redelivered %v, want the whole batch [0 1 2 3]", back)
+	}
+	b.WaitBacklog(ctx, "bia-off", "s", 0)
 }

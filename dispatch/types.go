@@ -116,9 +116,9 @@ const (
 	// DefaultConsistentHashPoints is subscriptionKeySharedConsistentHashingReplicaPoints.
 	DefaultConsistentHashPoints = 100
 	// DefaultLookAheadPerConsumer is keySharedLookAheadMsgInReplayThresholdPerConsumer.
-	DefaultLookAheadPerConsumer = 4000
+	DefaultLookAheadPerConsumer = 2000
 	// DefaultLookAheadPerSub is keySharedLookAheadMsgInReplayThresholdPerSubscription.
-	DefaultLookAheadPerSub = 40000
+	DefaultLookAheadPerSub = 20000
 	// DefaultDelayTick is delayedDeliveryTickTimeMillis.
 	DefaultDelayTick = 1000
 )
@@ -149,7 +149,8 @@ type Options struct {
 	ConsistentHashPoints int
 	// LookAheadPerConsumer and LookAheadPerSub bound Key_Shared's replay queue:
 	// new reads stop while it holds min(per-consumer × consumers, per-sub)
-	// entries (defaults 4000 and 40000).
+	// entries (defaults 2000 and 20000, Pulsar 4.0.8's
+	// keySharedLookAheadMsgInReplayThresholdPerConsumer/PerSubscription).
 	LookAheadPerConsumer int
 	// LookAheadPerSub is the subscription-wide cap of that limit (see above).
 	LookAheadPerSub int

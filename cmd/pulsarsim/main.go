@@ -33,6 +33,8 @@ func run(args []string) error {
 	autoCreate := fs.Bool("auto-create-topics", true, "create topics on first use")
 	ksHashing := fs.Bool("key-shared-consistent-hashing", true,
 		"Key_Shared AUTO_SPLIT on a consistent-hash ring (false: hash ranges split in halves)")
+	batchIndexAck := fs.Bool("batch-index-ack", false,
+		"acknowledgmentAtBatchIndexLevelEnabled: honour acks of single batch indexes (Pulsar 4.0 default: off)")
 	verbose := fs.Bool("v", false, "log every connection event")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -47,6 +49,7 @@ func run(args []string) error {
 		broker.WithMaxMessageSize(*maxMsg),
 		broker.WithAutoTopicCreation(*autoCreate),
 		broker.WithKeySharedConsistentHashing(*ksHashing),
+		broker.WithBatchIndexAck(*batchIndexAck),
 	)
 	if err := b.Listen(*addr); err != nil {
 		return err

@@ -116,9 +116,10 @@ func run() error {
 	}
 
 	// As the suite's standalone.conf: maxMessageSize 1 MiB,
-	// subscriptionKeySharedUseConsistentHashing false.
+	// subscriptionKeySharedUseConsistentHashing false,
+	// acknowledgmentAtBatchIndexLevelEnabled true.
 	sim := exec.Command(simBin, "-addr", "127.0.0.1:6650", "-http", "127.0.0.1:8080",
-		"-max-message-size", "1048576", "-key-shared-consistent-hashing=false")
+		"-max-message-size", "1048576", "-key-shared-consistent-hashing=false", "-batch-index-ack=true")
 	simLog, err := os.Create(filepath.Join(tmp, "pulsarsim.log"))
 	if err != nil {
 		return err
