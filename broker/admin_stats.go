@@ -89,9 +89,11 @@ func (t *Topic) statsLocked(now time.Time) topicStatsJSON {
 		st.StorageSize += int64(len(e.data))
 		st.MsgInCounter += int64(e.messages)
 	}
-	st.BytesInCounter = st.StorageSize
+	// Freed entries left the storage but still count as published.
+	st.BytesInCounter = st.StorageSize + t.log.freedBytes
+	st.MsgInCounter += t.log.freedMessages
 	if n := st.MsgInCounter; n > 0 {
-		st.AverageMsgSize = float64(st.StorageSize) / float64(n)
+		st.AverageMsgSize = float64(st.BytesInCounter) / float64(n)
 	}
 	prods := make([]*Producer, 0, len(t.producers))
 	for p := range t.producers {

@@ -40,6 +40,10 @@ type Broker struct {
 	nextHook  uint64
 	evSeq     uint64
 	hookCount atomic.Int32
+
+	// trimBlock is the number of acknowledged entries a topic frees at
+	// once; 0 means DefaultTrimBlock. Set only by tests, before Listen.
+	trimBlock int64
 }
 
 // New returns a broker configured by opts. It serves nothing until Listen or

@@ -56,8 +56,12 @@ type TopicSnapshot struct {
 	Name       string
 	Persistent bool
 	Partition  int
-	// Entries counts the stored entries (one per SEND; a batch is one entry).
-	Entries       int64
+	// Entries counts the entries stored since the topic was created (one per
+	// SEND; a batch is one entry), freed ones included.
+	Entries int64
+	// Retained counts the entries still held: Entries less those freed
+	// because every subscription acknowledged them (see DefaultTrimBlock).
+	Retained      int64
 	Producers     []string
 	Subscriptions []string
 }
@@ -87,7 +91,7 @@ func (b *Broker) Topic(topic string) (TopicSnapshot, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ts := TopicSnapshot{Name: t.full, Persistent: t.name.Persistent, Partition: t.name.Partition,
-		Entries: t.log.end()}
+		Entries: t.log.end(), Retained: int64(len(t.log.entries))}
 	for p := range t.producers {
 		ts.Producers = append(ts.Producers, p.Name)
 	}

@@ -123,7 +123,9 @@ func decompress(codec pb.CompressionType, b []byte, size int) ([]byte, error) {
 }
 
 // Messages returns the stored messages of a topic, oldest first, with batches
-// expanded. It returns nil for a topic that does not exist.
+// expanded. It returns nil for a topic that does not exist. Entries freed
+// because every subscription acknowledged them (see DefaultTrimBlock) are no
+// longer stored; the others keep their ids.
 func (b *Broker) Messages(topic string) ([]Message, error) {
 	tn, err := ParseTopicName(topic)
 	if err != nil {

@@ -297,6 +297,7 @@ func (s *Subscription) dispatchLocked() {
 			ID: t.eventID(d.Entry), RedeliveryCount: d.RedeliveryCount,
 		})
 	}
+	t.trimLocked()
 }
 
 // eventID is the MessageID of entry n for events and inspection.

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"math"
 	"sync"
 
 	"github.com/pulsarsim/pulsarsim/protocol"
@@ -20,6 +21,8 @@ type Topic struct {
 	producers map[*Producer]struct{}
 	subs      map[string]*Subscription
 	deleted   bool
+
+	trimHolder *Subscription // the slowest subscription at the last trim
 }
 
 // entry is one stored entry: a SEND's bytes after its command, kept exactly
@@ -38,6 +41,9 @@ type entry struct {
 type entryLog struct {
 	base    int64
 	entries []*entry
+
+	freedMessages int64 // messages in the freed entries
+	freedBytes    int64 // bytes of the freed entries
 }
 
 func (l *entryLog) end() int64 { return l.base + int64(len(l.entries)) }
@@ -52,6 +58,63 @@ func (l *entryLog) get(n int64) *entry {
 func (l *entryLog) append(e *entry) int64 {
 	l.entries = append(l.entries, e)
 	return l.end() - 1
+}
+
+// freeThrough frees the entries up to and including n: base moves past
+// them and their bytes become garbage. The freed entries' messages and bytes
+// are added to freedMessages and freedBytes, so counters of everything
+// published stay right.
+func (l *entryLog) freeThrough(n int64) {
+	k := min(n+1-l.base, int64(len(l.entries)))
+	if k <= 0 {
+		return
+	}
+	for _, e := range l.entries[:k] {
+		l.freedMessages += int64(e.messages)
+		l.freedBytes += int64(len(e.data))
+	}
+	clear(l.entries[:k])
+	l.entries = l.entries[k:]
+	l.base += k
+	if cap(l.entries) > 64 && len(l.entries) < cap(l.entries)/4 {
+		// Drop the freed front of the backing array too.
+		l.entries = append(make([]*entry, 0, 2*len(l.entries)), l.entries...)
+	}
+}
+
+// DefaultTrimBlock is how many acknowledged entries a topic frees at once:
+// Pulsar's managedLedgerMaxEntriesPerLedger. Pulsar deletes a consumed ledger
+// only once it is full and closed; freeing in blocks of the same size keeps
+// what a reader or an Earliest subscription still finds in a short test the
+// same as on Pulsar.
+const DefaultTrimBlock = 50_000
+
+// trimLocked frees the entries that every subscription has acknowledged:
+// those at or below the lowest mark-delete position over the topic's
+// subscriptions, in whole blocks of the broker's trim block. A topic without
+// subscriptions keeps every entry, so that a test can inspect what was
+// produced. The subscription that held the log back last time is
+// remembered, so the usual call costs O(1).
+func (t *Topic) trimLocked() {
+	if len(t.subs) == 0 {
+		return
+	}
+	block := t.b.trimBlock
+	if block <= 0 {
+		block = DefaultTrimBlock
+	}
+	if h := t.trimHolder; h != nil && t.subs[h.name] == h && h.cur.MarkDelete() < t.log.base+block-1 {
+		return // the slowest subscription has not acknowledged a whole block
+	}
+	low := int64(math.MaxInt64)
+	for _, s := range t.subs {
+		if md := s.cur.MarkDelete(); md < low {
+			low, t.trimHolder = md, s
+		}
+	}
+	if blocks := (low + 1 - t.log.base) / block; blocks > 0 {
+		t.log.freeThrough(t.log.base + blocks*block - 1)
+	}
 }
 
 // lookupTopic returns the topic with this canonical name, or nil.
@@ -137,5 +200,6 @@ func (t *Topic) appendLocked(e *entry, producer string, md *pb.MessageMetadata) 
 	for _, s := range t.subs {
 		s.dispatchLocked()
 	}
+	t.trimLocked()
 	return n
 }
