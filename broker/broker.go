@@ -41,9 +41,10 @@ type Broker struct {
 	evSeq     uint64
 	hookCount atomic.Int32
 
-	// trimBlock is the number of acknowledged entries a topic frees at
-	// once; 0 means DefaultTrimBlock. Set only by tests, before Listen.
-	trimBlock int64
+	// trimBlock and trimBlockBytes bound a topic's blocks of entries; 0
+	// means DefaultTrimBlock and DefaultTrimBlockBytes. Set only by tests,
+	// before Listen.
+	trimBlock, trimBlockBytes int64
 }
 
 // New returns a broker configured by opts. It serves nothing until Listen or

@@ -44,6 +44,13 @@ type entryLog struct {
 
 	freedMessages int64 // messages in the freed entries
 	freedBytes    int64 // bytes of the freed entries
+
+	// Blocks: closed lists the end (exclusive) of each closed block not yet
+	// freed, oldest first; the open block holds blockEntries entries and
+	// blockBytes bytes since the last close.
+	closed       []int64
+	blockEntries int64
+	blockBytes   int64
 }
 
 func (l *entryLog) end() int64 { return l.base + int64(len(l.entries)) }
@@ -55,8 +62,14 @@ func (l *entryLog) get(n int64) *entry {
 	return l.entries[n-l.base]
 }
 
-func (l *entryLog) append(e *entry) int64 {
+func (l *entryLog) append(e *entry, maxEntries, maxBytes int64) int64 {
 	l.entries = append(l.entries, e)
+	l.blockEntries++
+	l.blockBytes += int64(len(e.data))
+	if l.blockEntries >= maxEntries || l.blockBytes >= maxBytes {
+		l.closed = append(l.closed, l.end())
+		l.blockEntries, l.blockBytes = 0, 0
+	}
 	return l.end() - 1
 }
 
@@ -82,29 +95,30 @@ func (l *entryLog) freeThrough(n int64) {
 	}
 }
 
-// DefaultTrimBlock is how many acknowledged entries a topic frees at once:
-// Pulsar's managedLedgerMaxEntriesPerLedger. Pulsar deletes a consumed ledger
-// only once it is full and closed; freeing in blocks of the same size keeps
-// what a reader or an Earliest subscription still finds in a short test the
-// same as on Pulsar.
-const DefaultTrimBlock = 50_000
+// DefaultTrimBlock and DefaultTrimBlockBytes bound a topic's blocks, the
+// units in which acknowledged entries are freed, as Pulsar's ledgers bound
+// what it deletes: a block closes once it holds DefaultTrimBlock entries
+// (Pulsar's managedLedgerMaxEntriesPerLedger) or DefaultTrimBlockBytes of
+// entries (far below Pulsar's 2 GiB per ledger, to bound a fake's memory),
+// and only closed blocks are freed. Short tests thus still find every
+// entry, as they would on Pulsar.
+const (
+	DefaultTrimBlock      = 50_000
+	DefaultTrimBlockBytes = 64 << 20
+)
 
-// trimLocked frees the entries that every subscription has acknowledged:
-// those at or below the lowest mark-delete position over the topic's
-// subscriptions, in whole blocks of the broker's trim block. A topic without
-// subscriptions keeps every entry, so that a test can inspect what was
-// produced. The subscription that held the log back last time is
-// remembered, so the usual call costs O(1).
+// trimLocked frees the closed blocks whose entries every subscription has
+// acknowledged: those at or below the lowest mark-delete position over the
+// topic's subscriptions. A topic without subscriptions keeps every entry,
+// so that a test can inspect what was produced. The subscription that held
+// the log back last time is remembered, so the usual call costs O(1).
 func (t *Topic) trimLocked() {
-	if len(t.subs) == 0 {
+	if len(t.subs) == 0 || len(t.log.closed) == 0 {
 		return
 	}
-	block := t.b.trimBlock
-	if block <= 0 {
-		block = DefaultTrimBlock
-	}
-	if h := t.trimHolder; h != nil && t.subs[h.name] == h && h.cur.MarkDelete() < t.log.base+block-1 {
-		return // the slowest subscription has not acknowledged a whole block
+	first := t.log.closed[0] - 1 // the last entry of the oldest closed block
+	if h := t.trimHolder; h != nil && t.subs[h.name] == h && h.cur.MarkDelete() < first {
+		return // the slowest subscription has not acknowledged that block
 	}
 	low := int64(math.MaxInt64)
 	for _, s := range t.subs {
@@ -112,8 +126,13 @@ func (t *Topic) trimLocked() {
 			low, t.trimHolder = md, s
 		}
 	}
-	if blocks := (low + 1 - t.log.base) / block; blocks > 0 {
-		t.log.freeThrough(t.log.base + blocks*block - 1)
+	n := 0
+	for n < len(t.log.closed) && t.log.closed[n]-1 <= low {
+		n++
+	}
+	if n > 0 {
+		t.log.freeThrough(t.log.closed[n-1] - 1)
+		t.log.closed = append(t.log.closed[:0], t.log.closed[n:]...)
 	}
 }
 
@@ -192,7 +211,14 @@ func (t *Topic) removeProducer(p *Producer) {
 // producer (before any delivery it causes), and offers it to every
 // subscription. It returns the entry's number.
 func (t *Topic) appendLocked(e *entry, producer string, md *pb.MessageMetadata) int64 {
-	n := t.log.append(e)
+	block, blockBytes := t.b.trimBlock, t.b.trimBlockBytes
+	if block <= 0 {
+		block = DefaultTrimBlock
+	}
+	if blockBytes <= 0 {
+		blockBytes = DefaultTrimBlockBytes
+	}
+	n := t.log.append(e, block, blockBytes)
 	if t.b.tracing() {
 		t.b.emit(Event{Kind: EventPublished, Topic: t.full, Producer: producer, ID: t.eventID(n),
 			Properties: properties(md.GetProperties())})
