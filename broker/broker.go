@@ -110,13 +110,30 @@ func (b *Broker) attach(ln net.Listener) error {
 	}
 	b.ln = ln
 	b.url = "pulsar://" + ln.Addr().String()
-	b.wg.Add(1)
-	go b.delayedDeliveryLoop(b.done)
+	b.every(delayedTick, b.dispatchDelayed)
 	if d := b.cfg.expiryInterval; d > 0 {
-		b.wg.Add(1)
-		go b.expiryLoop(d, b.done)
+		b.every(d, b.RunExpiryCheck)
 	}
 	return nil
+}
+
+// every runs fn each interval on a goroutine of its own until the broker
+// closes. The broker's timers (delayed delivery, message TTL) use it.
+func (b *Broker) every(interval time.Duration, fn func()) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-b.done:
+				return
+			case <-tick.C:
+				fn()
+			}
+		}
+	}()
 }
 
 func (b *Broker) acceptLoop(ln net.Listener) {

@@ -65,3 +65,10 @@ func (c *OffsetClock) Advance(d time.Duration) {
 
 // Clock returns the broker's clock.
 func (b *Broker) Clock() Clock { return b.cfg.clock }
+
+// RunTimers runs the broker's timed checks at once, by its clock: message TTL
+// expiry and the release of delayed messages that are due.
+func (b *Broker) RunTimers() {
+	b.RunExpiryCheck()
+	b.dispatchDelayed()
+}

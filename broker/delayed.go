@@ -10,22 +10,6 @@ import (
 // delayed messages that have become due.
 const delayedTick = time.Second
 
-// delayedDeliveryLoop gives every subscription holding delayed messages a
-// dispatch pass each tick, by the broker clock, until done is closed.
-func (b *Broker) delayedDeliveryLoop(done <-chan struct{}) {
-	defer b.wg.Done()
-	tick := time.NewTicker(delayedTick)
-	defer tick.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-tick.C:
-			b.dispatchDelayed()
-		}
-	}
-}
-
 // dispatchDelayed runs a dispatch pass on every subscription that holds
 // delayed messages.
 func (b *Broker) dispatchDelayed() {

@@ -121,18 +121,3 @@ func (t *Topic) expire(now time.Time, ttl time.Duration) {
 		s.dispatchLocked()
 	}
 }
-
-// expiryLoop runs RunExpiryCheck every interval until the broker closes.
-func (b *Broker) expiryLoop(interval time.Duration, done <-chan struct{}) {
-	defer b.wg.Done()
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-tick.C:
-			b.RunExpiryCheck()
-		}
-	}
-}

@@ -231,3 +231,31 @@ func TestDropConnectionsCutsEveryClientAndTheyReconnect(t *testing.T) {
 		t.Fatalf("after the cut: %v %v", m, err)
 	}
 }
+
+func TestAdvanceReleasesDelayedMessages(t *testing.T) {
+	b := testkit.Start(t)
+	ctx := ctxFor(t)
+	c, err := b.Client().Subscribe(pulsar.ConsumerOptions{Topic: "later", SubscriptionName: "s", Type: pulsar.Shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := b.Client().CreateProducer(pulsar.ProducerOptions{Topic: "later"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("in an hour"), DeliverAfter: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if m, err := c.Receive(short); err == nil {
+		t.Fatalf("a message for an hour later arrived now: %q", m.Payload())
+	}
+	b.Advance(time.Hour + time.Second)
+	m, err := c.Receive(ctx)
+	if err != nil || string(m.Payload()) != "in an hour" {
+		t.Fatalf("after Advance: %v %v", m, err)
+	}
+}
