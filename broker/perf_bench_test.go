@@ -3,6 +3,8 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -80,22 +82,30 @@ func produceN(tb testing.TB, url, topic string, batching bool, n int) error {
 
 // BenchmarkProduceLimit runs the same pulsar-client-go producer (1 KiB
 // messages) against the sink, the thinnest responder the client accepts, and
-// against a testkit.Start broker. Compare with benchstat -col /target.
+// against a testkit.Start broker, and against a real broker at
+// $PULSARSIM_REAL_URL when it is set. Compare with benchstat -col /target.
 func BenchmarkProduceLimit(b *testing.B) {
 	for _, batching := range []bool{true, false} {
 		mode := "batching-on"
 		if !batching {
 			mode = "batching-off"
 		}
-		for _, target := range []string{"sink", "pulsarsim"} {
+		for _, target := range []string{"sink", "pulsarsim", "real"} {
 			b.Run(mode+"/target="+target, func(b *testing.B) {
 				var url string
-				if target == "sink" {
+				topic := "limit-" + mode
+				switch target {
+				case "sink":
 					url = startSink(b).url()
-				} else {
+				case "pulsarsim":
 					url = testkit.Start(b).URL()
+				default:
+					if url = os.Getenv("PULSARSIM_REAL_URL"); url == "" {
+						b.Skip("PULSARSIM_REAL_URL not set")
+					}
+					topic += "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 				}
-				r := newProduceRig(b, url, "limit-"+mode, batching)
+				r := newProduceRig(b, url, topic, batching)
 				b.SetBytes(int64(len(r.payload)))
 				b.ReportAllocs()
 				b.ResetTimer()
