@@ -30,7 +30,9 @@ func (c *conn) handleSeek(sk *pb.CommandSeek) {
 	} else {
 		target = t.firstAtOrAfterLocked(sk.GetMessagePublishTime())
 	}
+	s.resetting = true
 	closed := s.closeConsumersLocked(nil, nil)
+	s.resetting = false
 	if s.disp != nil {
 		s.disp.ResetTo(target)
 	} else {

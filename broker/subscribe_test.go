@@ -186,3 +186,30 @@ func TestRedeliverWithConsumerEpochStampsTheResentMessages(t *testing.T) {
 		t.Fatalf("redelivery: %v, want epoch 1 and count 0", m)
 	}
 }
+
+func TestReaderKeepsItsSubscriptionThroughASeek(t *testing.T) {
+	b := testkit.Start(t)
+	client := b.Client()
+	ctx := testCtx(t)
+	produceUnbatched(t, client, "seek-reader", 5, numbered)
+	r, err := client.CreateReader(pulsar.ReaderOptions{Topic: "seek-reader", StartMessageID: pulsar.EarliestMessageID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// A seek disconnects the reader; its non-durable subscription must
+	// survive for it to come back to, at the new position.
+	if err := r.SeekByTime(time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if r.HasNext() {
+		t.Fatal("after a seek past the last message the reader still has a next one")
+	}
+	produceUnbatched(t, client, "seek-reader", 1, func(int) *pulsar.ProducerMessage {
+		return &pulsar.ProducerMessage{Payload: []byte("after")}
+	})
+	m, err := r.Next(ctx)
+	if err != nil || string(m.Payload()) != "after" {
+		t.Fatalf("after the seek: %v %v", m, err)
+	}
+}

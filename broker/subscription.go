@@ -20,6 +20,8 @@ type Subscription struct {
 	topic   *Topic
 	name    string
 	durable bool
+	// resetting is set while a seek disconnects the consumers.
+	resetting bool
 
 	cur       *cursor.Cursor
 	disp      *dispatch.Dispatcher
@@ -307,9 +309,10 @@ func (t *Topic) eventID(n int64) MessageID {
 
 // removeConsumerLocked detaches a consumer from the subscription. Its pending
 // entries go back to the subscription with their counts unchanged. A
-// non-durable subscription goes with its last consumer. The close is
-// reported, with reason, before the deliveries it causes. It reports whether
-// the consumer was attached.
+// non-durable subscription goes with its last consumer, except while a seek
+// resets it (Pulsar keeps it for the consumers to come back to). The close
+// is reported, with reason, before the deliveries it causes. It reports
+// whether the consumer was attached.
 func (s *Subscription) removeConsumerLocked(cons *Consumer, reason string) bool {
 	if s.consumers[cons.dispID] != cons {
 		return false
@@ -320,7 +323,7 @@ func (s *Subscription) removeConsumerLocked(cons *Consumer, reason string) bool 
 		Consumer: cons.Name, ConsumerID: cons.ID, Reason: reason})
 	if len(s.consumers) == 0 {
 		s.hasActive = false
-		if !s.durable {
+		if !s.durable && !s.resetting {
 			delete(s.topic.subs, s.name)
 			return true
 		}
