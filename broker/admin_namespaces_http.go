@@ -46,13 +46,8 @@ func (a *adminAPI) createNamespace(w http.ResponseWriter, r *http.Request) {
 
 // getNamespacePolicies answers with the few policies pulsarsim keeps.
 func (a *adminAPI) getNamespacePolicies(w http.ResponseWriter, r *http.Request) {
-	ns, err := namespaceFromPath(r)
-	if err != nil {
-		reply(w, nil, err)
-		return
-	}
-	if !a.b.NamespaceExists(ns) {
-		reply(w, nil, namespaceStatus(ErrNamespaceNotFound))
+	ns, ok := a.existingNamespace(w, r)
+	if !ok {
 		return
 	}
 	pol := map[string]any{"replication_clusters": []string{a.b.cfg.clusterName}}
@@ -100,13 +95,8 @@ func (b *Broker) namespaceTTL(ns string) time.Duration {
 }
 
 func (a *adminAPI) getNamespaceTTL(w http.ResponseWriter, r *http.Request) {
-	ns, err := namespaceFromPath(r)
-	if err != nil {
-		reply(w, nil, err)
-		return
-	}
-	if !a.b.NamespaceExists(ns) {
-		reply(w, nil, namespaceStatus(ErrNamespaceNotFound))
+	ns, ok := a.existingNamespace(w, r)
+	if !ok {
 		return
 	}
 	reply(w, int(a.b.namespaceTTL(ns)/time.Second), nil)
@@ -141,4 +131,18 @@ func (a *adminAPI) removeNamespaceTTL(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	reply(w, nil, err)
+}
+
+// existingNamespace reads the namespace of the request's path and checks it
+// exists; otherwise it answers the error and returns false.
+func (a *adminAPI) existingNamespace(w http.ResponseWriter, r *http.Request) (string, bool) {
+	ns, err := namespaceFromPath(r)
+	if err == nil && !a.b.NamespaceExists(ns) {
+		err = namespaceStatus(ErrNamespaceNotFound)
+	}
+	if err != nil {
+		reply(w, nil, err)
+		return "", false
+	}
+	return ns, true
 }

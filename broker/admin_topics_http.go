@@ -115,13 +115,8 @@ func (a *adminAPI) deletePartitionedTopic(w http.ResponseWriter, r *http.Request
 // listTopics lists the namespace's topics of the path's domain, each
 // partition of a partitioned topic separately, as Pulsar's getList does.
 func (a *adminAPI) listTopics(w http.ResponseWriter, r *http.Request) {
-	ns, err := namespaceFromPath(r)
-	if err != nil {
-		reply(w, nil, err)
-		return
-	}
-	if !a.b.NamespaceExists(ns) {
-		reply(w, nil, namespaceStatus(ErrNamespaceNotFound))
+	ns, ok := a.existingNamespace(w, r)
+	if !ok {
 		return
 	}
 	mode := pb.CommandGetTopicsOfNamespace_PERSISTENT
