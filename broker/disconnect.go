@@ -1,12 +1,5 @@
 package broker
 
-import (
-	"google.golang.org/protobuf/proto"
-
-	"github.com/pulsarsim/pulsarsim/protocol"
-	"github.com/pulsarsim/pulsarsim/protocol/pb"
-)
-
 // busy reports whether the topic has producers or consumers.
 func (t *Topic) busy() bool {
 	t.mu.Lock()
@@ -33,11 +26,8 @@ func (t *Topic) busyLocked() bool {
 func (t *Topic) disconnectAllLocked() ([]*Producer, []*Consumer) {
 	prods := make([]*Producer, 0, len(t.producers))
 	for p := range t.producers {
-		p.conn.send(protocol.Base(pb.BaseCommand_CLOSE_PRODUCER, &pb.CommandCloseProducer{
-			ProducerId: proto.Uint64(p.ID), RequestId: proto.Uint64(minusOne),
-		}))
+		t.closeProducerLocked(p)
 		prods = append(prods, p)
-		delete(t.producers, p)
 	}
 	var conss []*Consumer
 	for _, s := range t.subs {
@@ -50,12 +40,7 @@ func (t *Topic) disconnectAllLocked() ([]*Producer, []*Consumer) {
 // tables.
 func forgetAll(prods []*Producer, conss []*Consumer) {
 	for _, p := range prods {
-		c := p.conn
-		c.mu.Lock()
-		if c.producers[p.ID] == p {
-			delete(c.producers, p.ID)
-		}
-		c.mu.Unlock()
+		p.conn.forgetProducer(p)
 	}
 	for _, cs := range conss {
 		cs.conn.forget(cs)

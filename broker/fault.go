@@ -78,21 +78,13 @@ func (b *Broker) CloseProducer(topic, producer string) bool {
 		}
 	}
 	if p != nil {
-		delete(t.producers, p)
+		t.closeProducerLocked(p)
 	}
 	t.mu.Unlock()
 	if p == nil {
 		return false
 	}
-	p.conn.mu.Lock()
-	if p.conn.producers[p.ID] == p {
-		delete(p.conn.producers, p.ID)
-	}
-	p.conn.mu.Unlock()
-	p.conn.send(protocol.Base(pb.BaseCommand_CLOSE_PRODUCER, &pb.CommandCloseProducer{
-		ProducerId: proto.Uint64(p.ID), RequestId: proto.Uint64(minusOne),
-	}))
-	b.emit(Event{Kind: EventProducerClosed, Topic: t.full, Producer: p.Name, Reason: "broker"})
+	p.conn.forgetProducer(p)
 	return true
 }
 

@@ -24,6 +24,8 @@ type Producer struct {
 	since         time.Time         // when it connected, for stats
 	in            meter             // messages in, under the topic's lock
 	bytesIn       int64             // under the topic's lock
+	exclusive     bool              // holds the topic under an exclusive access mode
+	epoch         uint64            // the topic epoch it holds it with
 }
 
 func (c *conn) handleProducer(p *pb.CommandProducer) {
@@ -66,17 +68,37 @@ func (c *conn) handleProducer(p *pb.CommandProducer) {
 			return
 		}
 	}
+	prod.schemaVersion = c.b.schemaVersion(tn, p.Schema)
+	ok, queued, refusal, fenced := t.admitProducerLocked(prod, p)
+	if refusal != nil {
+		t.mu.Unlock()
+		c.send(refusal)
+		return
+	}
 	if sub := p.GetInitialSubscriptionName(); sub != "" {
 		t.ensureSubscriptionLocked(sub)
 	}
-	t.producers[prod] = struct{}{}
-	t.mu.Unlock()
-	prod.schemaVersion = c.b.schemaVersion(tn, p.Schema)
 	c.mu.Lock()
 	c.producers[prod.ID] = prod
 	c.mu.Unlock()
-	c.b.emit(Event{Kind: EventProducerOpened, Topic: t.full, Producer: name})
-	c.send(c.producerSuccess(reqID, prod))
+	if queued {
+		// Not ready yet: the client waits for a second PRODUCER_SUCCESS.
+		ready := c.producerSuccess(reqID, prod)
+		ready.ProducerSuccess.ProducerReady = proto.Bool(false)
+		ready.ProducerSuccess.TopicEpoch = nil
+		c.send(ready)
+		t.mu.Unlock()
+		return
+	}
+	if ok {
+		t.producers[prod] = struct{}{}
+		c.b.emit(Event{Kind: EventProducerOpened, Topic: t.full, Producer: name})
+		c.send(c.producerSuccess(reqID, prod))
+	}
+	t.mu.Unlock()
+	for _, f := range fenced {
+		f.conn.forgetProducer(f)
+	}
 }
 
 func (c *conn) producerSuccess(reqID uint64, p *Producer) *pb.BaseCommand {
@@ -85,8 +107,17 @@ func (c *conn) producerSuccess(reqID uint64, p *Producer) *pb.BaseCommand {
 		ProducerName:   proto.String(p.Name),
 		LastSequenceId: proto.Int64(-1),
 		SchemaVersion:  p.schemaVersion,
+		TopicEpoch:     topicEpoch(p),
 		ProducerReady:  proto.Bool(true),
 	})
+}
+
+// topicEpoch is PRODUCER_SUCCESS.topic_epoch: set only for exclusive modes.
+func topicEpoch(p *Producer) *uint64 {
+	if !p.exclusive {
+		return nil
+	}
+	return proto.Uint64(p.epoch)
 }
 
 // handleSend stores one SEND as one entry and answers with its receipt. A SEND

@@ -19,8 +19,14 @@ type Topic struct {
 	ledger    uint64
 	log       entryLog
 	producers map[*Producer]struct{}
-	subs      map[string]*Subscription
-	deleted   bool
+	// exclusive holds the topic under an exclusive access mode; waiting are
+	// the WaitForExclusive producers queued for it (accessmode.go).
+	exclusive  *Producer
+	waiting    []waitingProducer
+	topicEpoch uint64
+	hasEpoch   bool
+	subs       map[string]*Subscription
+	deleted    bool
 
 	trimHolder *Subscription // the slowest subscription at the last trim
 }
@@ -203,7 +209,7 @@ func (t *Topic) messageID(n int64) *pb.MessageIdData {
 
 func (t *Topic) removeProducer(p *Producer) {
 	t.mu.Lock()
-	delete(t.producers, p)
+	t.dropProducerLocked(p)
 	t.mu.Unlock()
 }
 

@@ -1,0 +1,131 @@
+package broker
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/pulsarsim/pulsarsim/protocol"
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
+)
+
+// Producer access modes, as Pulsar's topics apply them:
+//   - Shared: refused with ProducerBusy while an exclusive producer holds the
+//     topic;
+//   - Exclusive: refused with ProducerFenced while any other producer is
+//     attached;
+//   - ExclusiveWithFencing: closes every other producer and takes the topic;
+//   - WaitForExclusive: queued until the topic is free. The client first gets
+//     PRODUCER_SUCCESS with producer_ready false, then a second one with
+//     producer_ready true when it holds the topic.
+//
+// Each time a producer takes the topic exclusively the topic epoch grows; it
+// travels in PRODUCER_SUCCESS, and a producer that comes back with an older
+// epoch than the topic's is fenced.
+
+// waitingProducer is a WaitForExclusive producer in the queue, with the
+// request its second PRODUCER_SUCCESS answers.
+type waitingProducer struct {
+	p     *Producer
+	reqID uint64
+}
+
+// admitProducerLocked applies the access mode of a new producer. It returns
+// false with the error to send when the producer is refused, and queued true
+// when it waits for the topic. Producers it fences are returned for the
+// caller to forget once the topic lock is released.
+func (t *Topic) admitProducerLocked(prod *Producer, req *pb.CommandProducer) (ok, queued bool, refusal *pb.BaseCommand, fenced []*Producer) {
+	refuse := func(code pb.ServerError, format string, args ...any) (bool, bool, *pb.BaseCommand, []*Producer) {
+		return false, false, protocol.ErrorCommand(req.GetRequestId(), code, fmt.Sprintf(format, args...)), nil
+	}
+	switch req.GetProducerAccessMode() {
+	case pb.ProducerAccessMode_Shared:
+		if t.exclusive != nil {
+			return refuse(pb.ServerError_ProducerBusy, "Topic has an existing exclusive producer: %s", t.exclusive.Name)
+		}
+		return true, false, nil, nil
+	case pb.ProducerAccessMode_Exclusive:
+		if t.exclusive != nil {
+			return refuse(pb.ServerError_ProducerFenced, "Topic has an existing exclusive producer: %s", t.exclusive.Name)
+		}
+		if len(t.producers) > 0 {
+			return refuse(pb.ServerError_ProducerFenced, "Topic has existing shared producers")
+		}
+	case pb.ProducerAccessMode_ExclusiveWithFencing:
+		for p := range t.producers {
+			t.closeProducerLocked(p)
+			fenced = append(fenced, p)
+		}
+	case pb.ProducerAccessMode_WaitForExclusive:
+		if t.exclusive != nil || len(t.producers) > 0 {
+			t.waiting = append(t.waiting, waitingProducer{prod, req.GetRequestId()})
+			return false, true, nil, nil
+		}
+	}
+	if req.TopicEpoch != nil && t.hasEpoch && req.GetTopicEpoch() < t.topicEpoch {
+		return refuse(pb.ServerError_ProducerFenced, "Topic epoch %d is older than the topic's %d", req.GetTopicEpoch(), t.topicEpoch)
+	}
+	t.takeExclusiveLocked(prod, req.TopicEpoch)
+	return true, false, nil, fenced
+}
+
+// takeExclusiveLocked makes prod the topic's exclusive producer: a producer
+// coming back with the topic's current epoch keeps it, any other gets the
+// next one (the first is 0, as in Pulsar).
+func (t *Topic) takeExclusiveLocked(prod *Producer, epoch *uint64) {
+	next := uint64(0)
+	if t.hasEpoch {
+		next = t.topicEpoch + 1
+	}
+	if epoch != nil && (!t.hasEpoch || *epoch >= t.topicEpoch) {
+		next = *epoch
+	}
+	t.topicEpoch, t.hasEpoch = next, true
+	prod.exclusive = true
+	prod.epoch = t.topicEpoch
+	t.exclusive = prod
+}
+
+// dropProducerLocked detaches a producer (closed, disconnected or fenced)
+// and, when the topic is now free, hands it to the first waiting producer.
+func (t *Topic) dropProducerLocked(p *Producer) {
+	delete(t.producers, p)
+	if t.exclusive == p {
+		t.exclusive = nil
+	}
+	for i, w := range t.waiting {
+		if w.p == p {
+			t.waiting = append(t.waiting[:i], t.waiting[i+1:]...)
+			break
+		}
+	}
+	if t.exclusive != nil || len(t.producers) > 0 || len(t.waiting) == 0 {
+		return
+	}
+	w := t.waiting[0]
+	t.waiting = t.waiting[1:]
+	t.takeExclusiveLocked(w.p, nil)
+	t.producers[w.p] = struct{}{}
+	t.b.emit(Event{Kind: EventProducerOpened, Topic: t.full, Producer: w.p.Name})
+	w.p.conn.send(w.p.conn.producerSuccess(w.reqID, w.p))
+}
+
+// closeProducerLocked closes a producer from the broker side: the client gets
+// CLOSE_PRODUCER. The caller removes it from its connection's table once the
+// topic lock is released.
+func (t *Topic) closeProducerLocked(p *Producer) {
+	p.conn.send(protocol.Base(pb.BaseCommand_CLOSE_PRODUCER, &pb.CommandCloseProducer{
+		ProducerId: proto.Uint64(p.ID), RequestId: proto.Uint64(minusOne),
+	}))
+	t.dropProducerLocked(p)
+	t.b.emit(Event{Kind: EventProducerClosed, Topic: t.full, Producer: p.Name, Reason: "broker"})
+}
+
+// forgetProducer removes a producer from its connection's table.
+func (c *conn) forgetProducer(p *Producer) {
+	c.mu.Lock()
+	if c.producers[p.ID] == p {
+		delete(c.producers, p.ID)
+	}
+	c.mu.Unlock()
+}
