@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +95,32 @@ func TestExclusiveWithFencingClosesTheOtherProducers(t *testing.T) {
 	}
 	if st, _ := b.Topic("fence"); len(st.Producers) != 1 {
 		t.Fatalf("producers after fencing: %v, want only the fencing one", st.Producers)
+	}
+}
+
+func TestTerminatedTopicRefusesNewMessages(t *testing.T) {
+	b := testkit.Start(t)
+	client := b.Client()
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "ended", DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	id, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("last")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := b.TerminateTopic("ended")
+	if err != nil || last.Entry != id.EntryID() {
+		t.Fatalf("terminate: last %+v %v, want entry %d", last, err, id.EntryID())
+	}
+	if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("too late")}); !errors.Is(err, pulsar.ErrTopicTerminated) {
+		t.Fatalf("send after termination: %v, want ErrTopicTerminated", err)
+	}
+	if _, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "ended"}); err == nil || !strings.Contains(err.Error(), "TopicTerminated") {
+		t.Fatalf("producer after termination: %v, want TopicTerminatedError", err)
+	}
+	if ms := b.Messages("ended"); len(ms) != 1 {
+		t.Fatalf("stored %d messages, want the one before termination", len(ms))
 	}
 }

@@ -45,6 +45,7 @@ func (b *Broker) AdminHandler() http.Handler {
 	mux.HandleFunc("GET /admin/v2/{domain}/{tenant}/{ns}/{topic}/stats", a.topicStats)
 	mux.HandleFunc("GET /admin/v2/{domain}/{tenant}/{ns}/{topic}/partitioned-stats", a.partitionedStats)
 	mux.HandleFunc("PUT /admin/v2/{domain}/{tenant}/{ns}/{topic}/unload", a.unloadTopic)
+	mux.HandleFunc("POST /admin/v2/{domain}/{tenant}/{ns}/{topic}/terminate", a.terminateTopic)
 	mux.HandleFunc("GET /admin/v2/{domain}/{tenant}/{ns}/{topic}/subscriptions", a.listSubscriptions)
 	mux.HandleFunc("PUT /admin/v2/{domain}/{tenant}/{ns}/{topic}/subscription/{sub}", a.createSubscription)
 	mux.HandleFunc("DELETE /admin/v2/{domain}/{tenant}/{ns}/{topic}/subscription/{sub}", a.deleteSubscription)

@@ -60,6 +60,11 @@ func (c *conn) handleProducer(p *pb.CommandProducer) {
 	prod := &Producer{ID: p.GetProducerId(), Name: name, topic: t, conn: c,
 		metadata: properties(p.GetMetadata()), since: time.Now()}
 	t.mu.Lock()
+	if t.terminated {
+		t.mu.Unlock()
+		c.send(protocol.ErrorCommand(reqID, pb.ServerError_TopicTerminatedError, "Topic was already terminated"))
+		return
+	}
 	for other := range t.producers {
 		if other.Name == name {
 			t.mu.Unlock()
@@ -153,6 +158,10 @@ func (c *conn) handleSend(s *pb.CommandSend, payload []byte) bool {
 	if t.deleted {
 		t.mu.Unlock()
 		return sendError(pb.ServerError_TopicNotFound, "Topic was deleted")
+	}
+	if t.terminated {
+		t.mu.Unlock()
+		return sendError(pb.ServerError_TopicTerminatedError, "Topic was already terminated")
 	}
 	n := t.appendLocked(e, prod.Name, pl.Metadata)
 	id := t.messageID(n)

@@ -25,6 +25,8 @@ type Topic struct {
 	waiting    []waitingProducer
 	topicEpoch uint64
 	hasEpoch   bool
+	// terminated topics refuse new messages (terminate.go).
+	terminated bool
 	subs       map[string]*Subscription
 	deleted    bool
 

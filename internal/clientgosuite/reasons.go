@@ -19,7 +19,6 @@ var knownGaps = map[string]string{
 	"TestSendTimeout":                             "needs-feature: publish rate limiting (topic publishRate policy)",
 	"TestSendContextExpired":                      "needs-feature: publish rate limiting (topic publishRate policy)",
 	"TestProducerReconnectWhenBacklogQuotaExceed": "needs-feature: backlog quotas",
-	"TestTopicTermination":                        "needs-feature: topic termination (admin terminate, REACHED_END_OF_TOPIC)",
 	"TestMessageSingleRouter":                     "skipped by the suite itself (flaky)",
 	"TestReaderWithSeekByTime":                    "not yet analysed: reader seek by publish time to -1:-1:-1",
 }
