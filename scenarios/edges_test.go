@@ -235,16 +235,32 @@ func TestEdge7And8RedeliveryComesWithCountPlusOne(t *testing.T) {
 	d.Wait(ctx, "five acks", acked(5))
 	last := map[string]uint32{}
 	seen := map[string]bool{}
+	history := func(id string) string {
+		var h []string
+		for _, del := range d.Deliveries() {
+			if del.ID == id {
+				h = append(h, fmt.Sprintf("%s:%d:%s", del.Consumer, del.RedeliveryCount, del.Outcome))
+			}
+		}
+		return strings.Join(h, " ")
+	}
+	// Pulsar 4.0.8 under CPU load now and then dispatches a redelivered
+	// message to two consumers at once, both with the same count (see
+	// FIDELITY.md); pulsarsim never does. Against a real broker the counts
+	// must only never go down; against pulsarsim each is exactly n + 1.
+	strict := tg.Inspect() != nil
 	for _, del := range d.Deliveries() {
-		if seen[del.ID] && del.RedeliveryCount != last[del.ID]+1 {
-			t.Fatalf("message %s: count %d after %d, want n+1", del.ID, del.RedeliveryCount, last[del.ID])
+		c, prev := del.RedeliveryCount, last[del.ID]
+		if seen[del.ID] && (strict && c != prev+1 || c < prev) {
+			t.Fatalf("message %s: count %d after %d, want n+1 (deliveries, consumer:count:outcome: %s)",
+				del.ID, c, prev, history(del.ID))
 		}
 		seen[del.ID] = true
-		last[del.ID] = del.RedeliveryCount
+		last[del.ID] = max(prev, c)
 	}
 	for id, c := range last {
-		if c != 4 {
-			t.Fatalf("message %s acked with count %d, want 4", id, c)
+		if c != 4 && (strict || c < 4) {
+			t.Fatalf("message %s acked with count %d, want 4 (%s)", id, c, history(id))
 		}
 	}
 }

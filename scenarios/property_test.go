@@ -120,13 +120,13 @@ func runSettlementCase(t *testing.T, rt *rapid.T, c settlementCase) {
 	if len(ds) > 0 {
 		restarts = ds[len(ds)-1].Restarts
 	}
-	// A real broker, while consumers are replaced, can send a message once
-	// more after the handler's ack was confirmed, carrying the count of an
-	// earlier delivery (seen with Pulsar 4.0.8: see FIDELITY.md). pulsarsim
-	// dispatches under one lock and never does. Against a real broker, in a
-	// run where consumers were replaced, such late duplicates are accepted;
-	// everywhere else the strict rules apply.
-	strict := tg.Inspect() != nil || restarts == 0
+	// A real broker now and then dispatches a redelivered message to two
+	// Shared consumers at once, or once more after the handler's ack was
+	// confirmed (seen with Pulsar 4.0.8 under CPU load and under consumer
+	// churn: see FIDELITY.md). pulsarsim dispatches under one lock and never
+	// does. Against a real broker such duplicates are accepted (at least
+	// once); against pulsarsim the strict rules apply.
+	strict := tg.Inspect() != nil
 
 	acks := map[string]int{}
 	lastCount := map[string]uint32{}
@@ -178,7 +178,7 @@ func runSettlementCase(t *testing.T, rt *rapid.T, c settlementCase) {
 			rt.Fatalf("message %s acked %d times", k, acks[k])
 		case acks[k]+deadCount[k] == 0:
 			rt.Fatalf("message %s lost: neither acked nor dead-lettered", k)
-		case acks[k]+deadCount[k] > 1 && restarts == 0:
+		case acks[k]+deadCount[k] > 1 && restarts == 0 && strict:
 			rt.Fatalf("message %s: acked %d times and dead-lettered %d times without any consumer replaced, want exactly one of them once",
 				k, acks[k], deadCount[k])
 		}
