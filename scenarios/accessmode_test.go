@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 
@@ -50,10 +49,7 @@ func accessOutcome(t *testing.T, tg *scenarios.Target, topic string) []string {
 // TestDifferentialProducerAccessModes compares what producers see beside an
 // exclusive producer on pulsarsim and on a real Pulsar.
 func TestDifferentialProducerAccessModes(t *testing.T) {
-	url := os.Getenv("PULSAR_URL")
-	if url == "" {
-		t.Skip("set PULSAR_URL to a real Pulsar (scripts/real-pulsar start) to compare it with pulsarsim")
-	}
+	url := oracleURL(t)
 	topic := fmt.Sprintf("persistent://public/default/access-%x", rand.Uint32())
 	sim := accessOutcome(t, scenarios.SimTarget(t), topic)
 	real := accessOutcome(t, scenarios.RemoteTarget(t, url, ""), topic)

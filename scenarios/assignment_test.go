@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
@@ -48,10 +47,7 @@ func assignment(t *testing.T, tg *scenarios.Target, topic string, typ pulsar.Sub
 // consumer as Pulsar: for each key on Key_Shared (consistent hashing over
 // the consumer names), and the active consumer on Failover.
 func TestDifferentialConsumerSelection(t *testing.T) {
-	url := os.Getenv("PULSAR_URL")
-	if url == "" {
-		t.Skip("set PULSAR_URL to a real Pulsar (scripts/real-pulsar start) to compare it with pulsarsim")
-	}
+	url := oracleURL(t)
 	keys := make([]string, 40)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("key-%d", i)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"strconv"
 	"testing"
@@ -82,10 +81,7 @@ func batchIndexTrace(t *testing.T, tg *scenarios.Target, topic string) []string 
 // Pulsar 4.0 ships with batch-index acks off, and so does pulsarsim by
 // default: the partial acks are ignored and the whole batch comes back.
 func TestDifferentialBatchIndexAck(t *testing.T) {
-	url := os.Getenv("PULSAR_URL")
-	if url == "" {
-		t.Skip("set PULSAR_URL to a real Pulsar (scripts/real-pulsar start) to compare it with pulsarsim")
-	}
+	url := oracleURL(t)
 	topic := fmt.Sprintf("persistent://public/default/batch-index-%x", rand.Uint32())
 	sim := batchIndexTrace(t, scenarios.SimTarget(t), topic)
 	real := batchIndexTrace(t, scenarios.RemoteTarget(t, url, ""), topic)

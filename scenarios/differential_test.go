@@ -146,10 +146,7 @@ func runForTrace(t *testing.T, tg *scenarios.Target, sc diffScenario) clientTrac
 // client saw. Without PULSAR_URL it is skipped (scripts/real-pulsar starts
 // one: see FIDELITY.md).
 func TestDifferentialAgainstRealPulsar(t *testing.T) {
-	url := os.Getenv("PULSAR_URL")
-	if url == "" {
-		t.Skip("set PULSAR_URL to a real Pulsar (scripts/real-pulsar start) to compare it with pulsarsim")
-	}
+	url := oracleURL(t)
 	for _, sc := range diffScenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			sim := runForTrace(t, scenarios.SimTarget(t), sc)
@@ -160,4 +157,14 @@ func TestDifferentialAgainstRealPulsar(t *testing.T) {
 			t.Logf("both: %v dead letters %v", sim.Deliveries, sim.DeadLetters)
 		})
 	}
+}
+
+// oracleURL returns the real Pulsar that the differential tests compare
+// pulsarsim with (PULSAR_URL), and skips the test when there is none.
+func oracleURL(t *testing.T) string {
+	url := os.Getenv("PULSAR_URL")
+	if url == "" {
+		t.Skip("set PULSAR_URL to a real Pulsar (scripts/real-pulsar start) to compare it with pulsarsim")
+	}
+	return url
 }
