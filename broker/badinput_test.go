@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math/rand"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,7 +17,7 @@ import (
 	"github.com/pulsarsim/pulsarsim/testkit"
 )
 
-func addrOf(b *testkit.Broker) string { return b.Addr().String() }
+func addrOf(b *testkit.Broker) string { return strings.TrimPrefix(b.URL(), "pulsar://") }
 
 func TestWrongChecksumGetsSendErrorAndConnectionKeepsWorking(t *testing.T) {
 	b := testkit.Start(t)

@@ -13,7 +13,7 @@ import (
 // its own.
 func (b *Broker) Advance(d time.Duration) {
 	b.tb.Helper()
-	if b.Broker.Clock() != broker.Clock(b.clock) {
+	if b.srv.Clock() != broker.Clock(b.clock) {
 		b.tb.Fatal("pulsarsim: Advance needs the clock testkit.Start installs, not one passed with broker.WithClock")
 	}
 	b.clock.Advance(d)
@@ -21,4 +21,4 @@ func (b *Broker) Advance(d time.Duration) {
 }
 
 // Now returns the broker clock's reading.
-func (b *Broker) Now() time.Time { return b.Broker.Clock().Now() }
+func (b *Broker) Now() time.Time { return b.srv.Clock().Now() }

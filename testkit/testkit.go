@@ -11,10 +11,11 @@ import (
 	"github.com/pulsarsim/pulsarsim/broker"
 )
 
-// Broker is a pulsarsim broker started for one test. It embeds the
-// *broker.Broker, so every broker method is available on it.
+// Broker is a pulsarsim broker started for one test. It shows the test API
+// only: the server's lifecycle (listening and closing) belongs to Start and
+// the test's cleanup.
 type Broker struct {
-	*broker.Broker
+	srv   *broker.Broker
 	tb    testing.TB
 	clock *broker.OffsetClock
 	trace *trace
@@ -32,7 +33,7 @@ func Start(tb testing.TB, opts ...broker.Option) *Broker {
 	tb.Helper()
 	clock := &broker.OffsetClock{}
 	b := broker.New(append([]broker.Option{broker.WithClock(clock)}, opts...)...)
-	tk := &Broker{Broker: b, tb: tb, clock: clock, trace: &trace{}}
+	tk := &Broker{srv: b, tb: tb, clock: clock, trace: &trace{}}
 	b.OnEvent(tk.trace.record)
 	if err := b.Listen("127.0.0.1:0"); err != nil {
 		tb.Fatalf("pulsarsim: start broker: %v", err)
@@ -48,13 +49,13 @@ func Start(tb testing.TB, opts ...broker.Option) *Broker {
 
 // URL returns the broker's service URL, "pulsar://127.0.0.1:PORT", for
 // pulsar.ClientOptions.URL.
-func (b *Broker) URL() string { return b.Broker.URL() }
+func (b *Broker) URL() string { return b.srv.URL() }
 
 // Messages returns the messages stored on topic, oldest first, with batches
 // expanded. It fails the test if a stored entry cannot be decoded.
 func (b *Broker) Messages(topic string) []broker.Message {
 	b.tb.Helper()
-	ms, err := b.Broker.Messages(topic)
+	ms, err := b.srv.Messages(topic)
 	if err != nil {
 		b.tb.Fatalf("pulsarsim: messages of %s: %v", topic, err)
 	}

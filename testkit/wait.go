@@ -71,7 +71,7 @@ func (b *Broker) WaitMessages(ctx context.Context, topic string, n int) []broker
 	var ms []broker.Message
 	err := b.waitFor(ctx, func() bool {
 		var err error
-		ms, err = b.Broker.Messages(topic)
+		ms, err = b.srv.Messages(topic)
 		return err == nil && len(ms) >= n
 	})
 	if err != nil {

@@ -435,8 +435,7 @@ func run(t *testing.T, c *client, argv []string, sc *scenario) {
 			return false
 		}
 		if r.dlq != "" {
-			ms, err := b.Broker.Messages(r.dlq)
-			if err != nil || len(ms) == 0 {
+			if ts, ok := b.Topic(r.dlq); !ok || ts.Entries == 0 {
 				return false
 			}
 		}

@@ -1,0 +1,133 @@
+package testkit
+
+import (
+	"time"
+
+	"github.com/pulsarsim/pulsarsim/broker"
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
+)
+
+// The broker's own API, as a test sees it. Each method below hands the call
+// to the broker started for the test; the lifecycle (Listen, Serve, Close)
+// is not among them.
+
+// Subscription returns a snapshot of a subscription, or false when the topic
+// or the subscription does not exist. Sub is the form that fails the test.
+func (b *Broker) Subscription(topic, name string) (broker.SubscriptionSnapshot, bool) {
+	return b.srv.Subscription(topic, name)
+}
+
+// Topic returns a snapshot of a topic, or false when it does not exist.
+func (b *Broker) Topic(topic string) (broker.TopicSnapshot, bool) { return b.srv.Topic(topic) }
+
+// Topics returns the full names of all topics, sorted.
+func (b *Broker) Topics() []string { return b.srv.Topics() }
+
+// OnEvent registers fn to receive every broker event from now on, and
+// returns a function that unregisters it.
+func (b *Broker) OnEvent(fn func(broker.Event)) (cancel func()) { return b.srv.OnEvent(fn) }
+
+// Clock returns the broker clock.
+func (b *Broker) Clock() broker.Clock { return b.srv.Clock() }
+
+// RunTimers runs the broker's timed checks now: message TTL expiry and the
+// release of delayed messages that fall due by the broker clock.
+func (b *Broker) RunTimers() { b.srv.RunTimers() }
+
+// RunExpiryCheck runs the message-TTL expiry check now.
+func (b *Broker) RunExpiryCheck() { b.srv.RunExpiryCheck() }
+
+// CreateTopic creates a non-partitioned topic.
+func (b *Broker) CreateTopic(name string) error { return b.srv.CreateTopic(name) }
+
+// CreatePartitionedTopic creates a partitioned topic with n partitions.
+func (b *Broker) CreatePartitionedTopic(name string, n int) error {
+	return b.srv.CreatePartitionedTopic(name, n)
+}
+
+// UpdatePartitionedTopic raises a partitioned topic's partition count to n.
+func (b *Broker) UpdatePartitionedTopic(name string, n int) error {
+	return b.srv.UpdatePartitionedTopic(name, n)
+}
+
+// DeleteTopic deletes a non-partitioned topic; force disconnects its clients
+// first.
+func (b *Broker) DeleteTopic(name string, force bool) error { return b.srv.DeleteTopic(name, force) }
+
+// DeletePartitionedTopic deletes a partitioned topic and its partitions.
+func (b *Broker) DeletePartitionedTopic(name string, force bool) error {
+	return b.srv.DeletePartitionedTopic(name, force)
+}
+
+// UnloadTopic disconnects a topic's producers and consumers, as Pulsar's
+// unload does; the clients reconnect.
+func (b *Broker) UnloadTopic(name string) error { return b.srv.UnloadTopic(name) }
+
+// TerminateTopic terminates a topic and returns its last message id.
+func (b *Broker) TerminateTopic(name string) (broker.MessageID, error) {
+	return b.srv.TerminateTopic(name)
+}
+
+// CreateTenant creates a tenant.
+func (b *Broker) CreateTenant(tenant string) error { return b.srv.CreateTenant(tenant) }
+
+// DeleteTenant deletes a tenant.
+func (b *Broker) DeleteTenant(tenant string) error { return b.srv.DeleteTenant(tenant) }
+
+// Tenants lists the tenants.
+func (b *Broker) Tenants() []string { return b.srv.Tenants() }
+
+// CreateNamespace creates a namespace "tenant/ns".
+func (b *Broker) CreateNamespace(ns string) error { return b.srv.CreateNamespace(ns) }
+
+// DeleteNamespace deletes a namespace; force deletes its topics too.
+func (b *Broker) DeleteNamespace(ns string, force bool) error {
+	return b.srv.DeleteNamespace(ns, force)
+}
+
+// Namespaces lists a tenant's namespaces.
+func (b *Broker) Namespaces(tenant string) ([]string, error) { return b.srv.Namespaces(tenant) }
+
+// SetNamespaceMessageTTL sets a namespace's message TTL; 0 removes it.
+func (b *Broker) SetNamespaceMessageTTL(ns string, ttl time.Duration) {
+	b.srv.SetNamespaceMessageTTL(ns, ttl)
+}
+
+// SetTopicMessageTTL sets a topic's message TTL; 0 removes it.
+func (b *Broker) SetTopicMessageTTL(topic string, ttl time.Duration) error {
+	return b.srv.SetTopicMessageTTL(topic, ttl)
+}
+
+// DropConnections closes every client connection, as a broker restart would,
+// and returns how many it closed.
+func (b *Broker) DropConnections() int { return b.srv.DropConnections() }
+
+// DropConsumerConnection closes the connection that carries the named
+// consumer, as a crash of that client would.
+func (b *Broker) DropConsumerConnection(topic, sub, consumer string) bool {
+	return b.srv.DropConsumerConnection(topic, sub, consumer)
+}
+
+// CloseConsumer closes the named consumer from the broker side; the client
+// subscribes again.
+func (b *Broker) CloseConsumer(topic, sub, consumer string) bool {
+	return b.srv.CloseConsumer(topic, sub, consumer)
+}
+
+// CloseProducer closes the named producer from the broker side; the client
+// reconnects.
+func (b *Broker) CloseProducer(topic, producer string) bool {
+	return b.srv.CloseProducer(topic, producer)
+}
+
+// FailNext makes the next n commands of a kind fail with code, from any
+// connection.
+func (b *Broker) FailNext(kind string, n int, code pb.ServerError) error {
+	return b.srv.FailNext(kind, n, code)
+}
+
+// DelayReplies delays the handling of each command of a kind by d; 0 removes
+// the delay.
+func (b *Broker) DelayReplies(kind string, d time.Duration) error {
+	return b.srv.DelayReplies(kind, d)
+}
