@@ -80,7 +80,7 @@ func keepProducing(t *testing.T, b *testkit.Broker, stop <-chan struct{}) (faile
 }
 
 func TestBadFramesCloseOnlyTheirOwnConnection(t *testing.T) {
-	b := testkit.Start(t, broker.WithMaxMessageSize(64<<10))
+	b := testkit.Start(t, testkit.WithBroker(broker.WithMaxMessageSize(64<<10)))
 	stop := make(chan struct{})
 	failed, ok, wait := keepProducing(t, b, stop)
 
@@ -178,7 +178,7 @@ func TestGetSchemaOnSchemalessTopicAnswersInsideTheResponse(t *testing.T) {
 }
 
 func TestHandshakeAdvertisesProtocolAndMaxMessageSize(t *testing.T) {
-	b := testkit.Start(t, broker.WithMaxMessageSize(1<<20))
+	b := testkit.Start(t, testkit.WithBroker(broker.WithMaxMessageSize(1<<20)))
 	c := dialRaw(t, addrOf(b))
 	got := c.connect()
 	if got.GetProtocolVersion() != 20 || got.GetMaxMessageSize() != 1<<20 || got.GetServerVersion() == "" {
@@ -210,7 +210,7 @@ func TestLookupAnswersConnectWithOwnURL(t *testing.T) {
 }
 
 func TestPartitionedMetadata(t *testing.T) {
-	b := testkit.Start(t, broker.WithAutoTopicCreation(false))
+	b := testkit.Start(t, testkit.WithBroker(broker.WithAutoTopicCreation(false)))
 	c := dialRaw(t, addrOf(b))
 	c.connect()
 	ask := func(topic string) *pb.CommandPartitionedTopicMetadataResponse {

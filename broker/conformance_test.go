@@ -34,7 +34,7 @@ func TestSharedDelayedMessageArrivesAfterItsDelay(t *testing.T) {
 }
 
 func TestKeySharedAutoSplitRangesSpreadKeys(t *testing.T) {
-	b := testkit.Start(t, broker.WithKeySharedConsistentHashing(false))
+	b := testkit.Start(t, testkit.WithBroker(broker.WithKeySharedConsistentHashing(false)))
 	c := b.Client()
 	ctx := testCtx(t)
 	opts := pulsar.ConsumerOptions{Topic: "ks", SubscriptionName: "s", Type: pulsar.KeyShared}
@@ -62,7 +62,7 @@ func TestKeySharedAutoSplitRangesSpreadKeys(t *testing.T) {
 }
 
 func TestCumulativeAckUpToABatchIndexKeepsTheRest(t *testing.T) {
-	b := testkit.Start(t, broker.WithBatchIndexAck(true))
+	b := testkit.Start(t, testkit.WithBroker(broker.WithBatchIndexAck(true)))
 	c := b.Client()
 	ctx := testCtx(t)
 	opts := pulsar.ConsumerOptions{Topic: "cum", SubscriptionName: "s", EnableBatchIndexAcknowledgment: true,

@@ -14,7 +14,7 @@ import (
 )
 
 func TestKeepAliveDropsASilentClientAndKeepsOneThatAnswers(t *testing.T) {
-	b := testkit.Start(t, broker.WithKeepAlive(50*time.Millisecond))
+	b := testkit.Start(t, testkit.WithBroker(broker.WithKeepAlive(50*time.Millisecond)))
 	silent := dialRaw(t, addrOf(b))
 	silent.connect()
 	answering := dialRaw(t, addrOf(b))

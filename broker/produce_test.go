@@ -194,7 +194,7 @@ func TestSecondProducerWithSameNameIsRefused(t *testing.T) {
 }
 
 func TestNoAutoCreationRefusesUnknownTopic(t *testing.T) {
-	b := testkit.Start(t, broker.WithAutoTopicCreation(false))
+	b := testkit.Start(t, testkit.WithBroker(broker.WithAutoTopicCreation(false)))
 	client := b.Client(func(o *pulsar.ClientOptions) { o.OperationTimeout = 2 * time.Second })
 	_, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "missing"})
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("TopicNotFound")) {

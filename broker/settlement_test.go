@@ -445,7 +445,7 @@ func TestCumulativeAckOnExclusiveMovesCursorPastEarlierMessages(t *testing.T) {
 }
 
 func TestBatchIndexAckRedeliversOnlyTheUnackedHalf(t *testing.T) {
-	b := testkit.Start(t, broker.WithBatchIndexAck(true))
+	b := testkit.Start(t, testkit.WithBroker(broker.WithBatchIndexAck(true)))
 	client := b.Client()
 	ctx := testCtx(t)
 	cons := subscribe(t, client, pulsar.ConsumerOptions{Topic: "bia", SubscriptionName: "s", Type: pulsar.Shared,

@@ -21,6 +21,21 @@ type Broker struct {
 	trace *trace
 }
 
+// Option configures what Start starts: the broker's own options
+// (WithBroker) and what the test kit does around it.
+type Option func(*settings)
+
+// settings collects the Options given to Start.
+type settings struct {
+	broker []broker.Option
+}
+
+// WithBroker passes options to the broker itself, such as
+// broker.WithBatchIndexAck(true) or broker.WithAutoTopicCreation(false).
+func WithBroker(opts ...broker.Option) Option {
+	return func(s *settings) { s.broker = append(s.broker, opts...) }
+}
+
 // Start starts a broker on 127.0.0.1 and a free port, configured by opts, and
 // registers tb.Cleanup to close it. It fails the test if the broker cannot
 // listen.
@@ -29,10 +44,14 @@ type Broker struct {
 // (unless opts set another clock). Every event the broker reports is
 // recorded (Events, Timeline), and when the test fails the timelines of the
 // busiest messages are written to the test log.
-func Start(tb testing.TB, opts ...broker.Option) *Broker {
+func Start(tb testing.TB, opts ...Option) *Broker {
 	tb.Helper()
+	var set settings
+	for _, o := range opts {
+		o(&set)
+	}
 	clock := &broker.OffsetClock{}
-	b := broker.New(append([]broker.Option{broker.WithClock(clock)}, opts...)...)
+	b := broker.New(append([]broker.Option{broker.WithClock(clock)}, set.broker...)...)
 	tk := &Broker{srv: b, tb: tb, clock: clock, trace: &trace{}}
 	b.OnEvent(tk.trace.record)
 	if err := b.Listen("127.0.0.1:0"); err != nil {
