@@ -39,8 +39,12 @@ type Event struct {
 	Consumer     string // consumer name
 	ConsumerID   uint64
 	Producer     string
-	// ID is the message concerned, for Published, Delivered and Acked.
+	// ID is the message concerned, for Published, Delivered and Acked; for
+	// Expired, the last entry the expiry covered; for a seek, its target.
 	ID MessageID
+	// From is the first entry an expiry covered, for Expired. The entries
+	// from From to ID that the subscription had not acknowledged expired.
+	From MessageID
 	// IDs lists the entries of a redelivery request; empty means all.
 	IDs []MessageID
 	// RedeliveryCount is the count a delivery carried.

@@ -117,7 +117,8 @@ func (t *Topic) expire(now time.Time, ttl time.Duration) {
 		} else {
 			s.cur.ExpireThrough(last)
 		}
-		t.b.emit(Event{Kind: EventExpired, Topic: t.full, Subscription: s.name, ID: t.eventID(last)})
+		t.b.emit(Event{Kind: EventExpired, Topic: t.full, Subscription: s.name, From: t.eventID(first),
+			ID: t.eventID(last)})
 		s.dispatchLocked()
 	}
 }

@@ -259,3 +259,38 @@ func TestAdvanceReleasesDelayedMessages(t *testing.T) {
 		t.Fatalf("after Advance: %v %v", m, err)
 	}
 }
+
+func TestExpiryEventNamesTheRangeItCovered(t *testing.T) {
+	b := testkit.Start(t)
+	ctx := ctxFor(t)
+	c, err := b.Client().Subscribe(pulsar.ConsumerOptions{Topic: "aging", SubscriptionName: "s", Type: pulsar.Shared,
+		AckWithResponse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, b.Client(), "aging", "a", "b", "c")
+	// Ack the first message so that the expiry starts after it.
+	m, err := c.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ack(m); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	b.WaitBacklog(ctx, "aging", "s", 2)
+	if err := b.SetTopicMessageTTL("aging", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	b.Advance(2 * time.Minute)
+	b.WaitBacklog(ctx, "aging", "s", 0)
+	var got []broker.Event
+	for _, e := range b.Events() {
+		if e.Kind == broker.EventExpired {
+			got = append(got, e)
+		}
+	}
+	if len(got) != 1 || got[0].From.Entry != 1 || got[0].ID.Entry != 2 {
+		t.Fatalf("expiry events %+v, want one from entry 1 to entry 2", got)
+	}
+}
