@@ -7,58 +7,53 @@ import "math/bits"
 // MessageIdData.ack_set: 64-bit words, bit i of word i/64 stands for batch index
 // i, and a 1 bit means that index is still UNACKNOWLEDGED; missing words count
 // as all zero (acknowledged). The set is combined (AND) with any earlier partial
-// acknowledgement of the entry. When no bit remains set the entry is
-// acknowledged as by Ack and entryDone is true.
+// acknowledgement of the entry, and bits at or beyond batchSize are dropped.
+// When no bit remains set the entry is acknowledged as by Ack and entryDone is
+// true.
 //
 // Like every individual acknowledgement, a partial one removes the entry's
 // redelivery counter (Pulsar's removeBatch is keyed by entry). An entry that is
 // already acknowledged reports entryDone. batchSize should be ≥ 1; a smaller
 // value is taken as the width of ackSet.
+//
+// The memory kept for the entry is bounded by ackSet, never by batchSize:
+// batchSize comes from the producer's metadata and may claim 2^31 messages,
+// while ackSet arrived in a frame the broker already holds. Trailing zero
+// words are not kept (Pulsar's BitSet drops them too).
 func (c *Cursor) AckBatchIndexes(e int64, batchSize int, ackSet []int64) (entryDone bool) {
 	delete(c.redeliveries, e)
 	if c.IsAcked(e) {
 		return true
 	}
-	cur, ok := c.ackSets[e]
-	if !ok {
+	var next []int64
+	if cur, partly := c.ackSets[e]; partly {
+		// Earlier sets are already within the batch: AND in place.
+		next = cur[:min(len(cur), len(ackSet))]
+		for i := range next {
+			next[i] &= ackSet[i]
+		}
+	} else {
+		// Every index starts unacknowledged, so the first set is the
+		// client's, cut to the batch's width.
 		if batchSize < 1 {
 			batchSize = 64 * len(ackSet)
 		}
-		cur = fullSet(batchSize)
-	}
-	next := make([]int64, len(cur))
-	left := false
-	for i := range cur {
-		var w int64
-		if i < len(ackSet) {
-			w = ackSet[i]
-		}
-		next[i] = cur[i] & w
-		if next[i] != 0 {
-			left = true
+		words := (int64(batchSize) + 63) / 64
+		next = make([]int64, min(int64(len(ackSet)), words))
+		copy(next, ackSet)
+		if r := batchSize % 64; r != 0 && int64(len(next)) == words {
+			next[words-1] &= int64(uint64(1)<<uint(r) - 1)
 		}
 	}
-	if !left {
+	for len(next) > 0 && next[len(next)-1] == 0 {
+		next = next[:len(next)-1]
+	}
+	if len(next) == 0 {
 		c.Ack(e)
 		return true
 	}
 	c.ackSets[e] = next
 	return false
-}
-
-// fullSet returns an ack set with the first n bits set (all unacknowledged).
-func fullSet(n int) []int64 {
-	if n < 1 {
-		return nil
-	}
-	words := make([]int64, (n+63)/64)
-	for i := range words {
-		words[i] = -1
-	}
-	if r := n % 64; r != 0 {
-		words[len(words)-1] = int64(uint64(1)<<uint(r) - 1)
-	}
-	return words
 }
 
 // AckSet returns the unacknowledged-bits set of a partly acknowledged batch
