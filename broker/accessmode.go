@@ -114,11 +114,11 @@ func (t *Topic) dropProducerLocked(p *Producer) {
 // CLOSE_PRODUCER. The caller removes it from its connection's table once the
 // topic lock is released.
 func (t *Topic) closeProducerLocked(p *Producer) {
+	t.b.emit(Event{Kind: EventProducerClosed, Topic: t.full, Producer: p.Name, Reason: "broker"})
 	p.conn.send(protocol.Base(pb.BaseCommand_CLOSE_PRODUCER, &pb.CommandCloseProducer{
 		ProducerId: proto.Uint64(p.ID), RequestId: proto.Uint64(minusOne),
 	}))
 	t.dropProducerLocked(p)
-	t.b.emit(Event{Kind: EventProducerClosed, Topic: t.full, Producer: p.Name, Reason: "broker"})
 }
 
 // forgetProducer removes a producer from its connection's table.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
@@ -35,11 +34,7 @@ type Broker struct {
 
 	faults faults
 
-	evmu      sync.Mutex
-	hooks     map[uint64]func(Event)
-	nextHook  uint64
-	evSeq     uint64
-	hookCount atomic.Int32
+	events eventQueue
 
 	// trimBlock and trimBlockBytes bound a topic's blocks of entries; 0
 	// means DefaultTrimBlock and DefaultTrimBlockBytes. Set only by tests,

@@ -1,6 +1,10 @@
 package broker
 
-import "time"
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
 
 // EventKind names what happened in an Event.
 type EventKind string
@@ -57,42 +61,144 @@ type Event struct {
 	Reason string
 }
 
-// OnEvent registers fn to receive every event from now on. fn runs on the
-// broker's goroutines, possibly under a topic lock: it must be quick and must
-// not call back into the broker. It returns a function that unregisters fn.
+// OnEvent registers fn to receive every event from now on, and returns a
+// function that unregisters it.
+//
+// Events are numbered (Seq) when they happen, under the lock of the topic
+// they concern, and hooks see them one at a time in that order: the events of
+// a topic in the order of its changes, and an event caused by another (a
+// redelivery after the request that asked for it, a dead-letter copy after
+// the delivery it copies) after its cause. Hooks run once that lock is
+// released, on the goroutine that made the change or on another broker
+// goroutine that is delivering events at that moment, so a hook may call
+// back into the broker (Subscription, CloseConsumer, a held command's
+// Release…); the events such a call causes reach the hooks after the hook
+// returns. A hook should still be quick: it delays the delivery of the
+// events behind it. After cancel returns, fn is not called for any later
+// event (a call under way may still finish).
 func (b *Broker) OnEvent(fn func(Event)) (cancel func()) {
-	b.evmu.Lock()
-	id := b.nextHook
-	b.nextHook++
-	if b.hooks == nil {
-		b.hooks = map[uint64]func(Event){}
-	}
-	b.hooks[id] = fn
-	b.hookCount.Store(int32(len(b.hooks)))
-	b.evmu.Unlock()
-	return func() {
-		b.evmu.Lock()
-		delete(b.hooks, id)
-		b.hookCount.Store(int32(len(b.hooks)))
-		b.evmu.Unlock()
-	}
+	return b.events.subscribe(fn)
 }
+
+// DeliverEvents returns once every event the broker has emitted so far has
+// reached the hooks. A test that saw the effect of a change on a client and
+// then reads what its hook recorded calls it first: a change's events may be
+// on their way to the hooks (delivered by another goroutine) when its effect
+// reaches the client. It must not be called from a hook.
+func (b *Broker) DeliverEvents() { b.events.flush(true) }
 
 // tracing reports whether any hook is registered, so that callers can skip
 // building events nobody reads.
-func (b *Broker) tracing() bool { return b.hookCount.Load() > 0 }
+func (b *Broker) tracing() bool { return b.events.hookCount.Load() > 0 }
 
-// emit reports ev to every hook. Hooks see events in emit order.
+// emit queues ev for the hooks. It must be called with the lock of a topic
+// held: releasing that lock (topicLock.Unlock) delivers it.
 func (b *Broker) emit(ev Event) {
 	if !b.tracing() {
 		return
 	}
-	b.evmu.Lock()
-	defer b.evmu.Unlock()
-	b.evSeq++
-	ev.Seq = b.evSeq
-	ev.Time = b.cfg.clock.Now()
-	for _, h := range b.hooks {
-		h(ev)
+	b.events.push(ev, b.cfg.clock.Now())
+}
+
+// hook is one registered OnEvent function.
+type hook struct {
+	fn      func(Event)
+	removed atomic.Bool
+}
+
+// eventQueue numbers the broker's events and delivers them to the hooks in
+// that order, one at a time, with no broker lock held but its own while it
+// queues. Whoever delivers takes the whole queue; a goroutine that finds
+// another one delivering leaves its events to it (this is what lets a hook
+// call back into the broker: the events of that call are delivered by the
+// loop that is running the hook, after it returns).
+type eventQueue struct {
+	mu         sync.Mutex
+	hooks      []*hook // copied on change, so a delivery reads a stable list
+	seq        uint64  // the last Seq given out
+	queue      []Event // numbered, not yet delivered, in Seq order
+	spare      []Event
+	delivering bool
+	delivered  uint64     // the last Seq delivered
+	idle       *sync.Cond // signalled when a delivery round ends
+
+	hookCount atomic.Int32
+	pending   atomic.Bool // queue is not empty
+}
+
+func (q *eventQueue) subscribe(fn func(Event)) (cancel func()) {
+	h := &hook{fn: fn}
+	q.mu.Lock()
+	q.hooks = append(append([]*hook(nil), q.hooks...), h)
+	q.hookCount.Store(int32(len(q.hooks)))
+	q.mu.Unlock()
+	return func() {
+		h.removed.Store(true)
+		q.mu.Lock()
+		for i, o := range q.hooks {
+			if o == h {
+				q.hooks = append(append([]*hook(nil), q.hooks[:i]...), q.hooks[i+1:]...)
+				break
+			}
+		}
+		q.hookCount.Store(int32(len(q.hooks)))
+		q.mu.Unlock()
 	}
+}
+
+// push numbers ev and queues it.
+func (q *eventQueue) push(ev Event, now time.Time) {
+	q.mu.Lock()
+	q.seq++
+	ev.Seq = q.seq
+	ev.Time = now
+	q.queue = append(q.queue, ev)
+	q.pending.Store(true)
+	q.mu.Unlock()
+}
+
+// flush delivers the queued events unless another goroutine is delivering
+// them. With wait set it returns only once every event queued before the
+// call has been delivered, by whoever delivers it.
+func (q *eventQueue) flush(wait bool) {
+	if !wait && !q.pending.Load() {
+		return
+	}
+	q.mu.Lock()
+	if q.delivering {
+		if wait {
+			target := q.seq
+			if q.idle == nil {
+				q.idle = sync.NewCond(&q.mu)
+			}
+			for q.delivered < target {
+				q.idle.Wait()
+			}
+		}
+		q.mu.Unlock()
+		return
+	}
+	q.delivering = true
+	for len(q.queue) > 0 {
+		batch, hooks := q.queue, q.hooks
+		q.queue, q.spare = q.spare[:0], nil
+		q.pending.Store(false)
+		q.mu.Unlock()
+		for _, ev := range batch {
+			for _, h := range hooks {
+				if !h.removed.Load() {
+					h.fn(ev)
+				}
+			}
+		}
+		q.mu.Lock()
+		q.delivered = batch[len(batch)-1].Seq
+		clear(batch)
+		q.spare = batch[:0]
+		if q.idle != nil {
+			q.idle.Broadcast()
+		}
+	}
+	q.delivering = false
+	q.mu.Unlock()
 }

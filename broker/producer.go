@@ -225,8 +225,11 @@ func (c *conn) handleCloseProducer(cp *pb.CommandCloseProducer) {
 	delete(c.producers, cp.GetProducerId())
 	c.mu.Unlock()
 	if prod != nil {
-		prod.topic.removeProducer(prod)
-		c.b.emit(Event{Kind: EventProducerClosed, Topic: prod.topic.full, Producer: prod.Name})
+		t := prod.topic
+		t.mu.Lock()
+		c.b.emit(Event{Kind: EventProducerClosed, Topic: t.full, Producer: prod.Name})
+		t.dropProducerLocked(prod)
+		t.mu.Unlock()
 	}
 	c.send(protocol.SuccessCommand(cp.GetRequestId()))
 }

@@ -38,11 +38,11 @@ func (c *conn) handleSeek(sk *pb.CommandSeek) {
 	} else {
 		s.cur.ResetTo(target)
 	}
+	c.b.emit(Event{Kind: EventSubscriptionSeek, Topic: t.full, Subscription: s.name, ID: t.eventID(target)})
 	t.mu.Unlock()
 	for _, o := range closed {
 		o.conn.forget(o)
 	}
-	c.b.emit(Event{Kind: EventSubscriptionSeek, Topic: t.full, Subscription: s.name, ID: t.eventID(target)})
 	c.send(protocol.SuccessCommand(reqID))
 }
 

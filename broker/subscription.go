@@ -270,6 +270,11 @@ func (s *Subscription) dispatchLocked() {
 		if cons == nil || e == nil {
 			continue
 		}
+		// The delivery is reported before the client can see it.
+		t.b.emit(Event{
+			Kind: EventDelivered, Topic: t.full, Subscription: s.name, Consumer: cons.Name, ConsumerID: cons.ID,
+			ID: t.eventID(d.Entry), RedeliveryCount: d.RedeliveryCount,
+		})
 		id := t.messageID(d.Entry)
 		msg := &pb.CommandMessage{ConsumerId: proto.Uint64(cons.ID), MessageId: id}
 		if d.RedeliveryCount > 0 {
@@ -294,10 +299,6 @@ func (s *Subscription) dispatchLocked() {
 			// is gone from the subscription.
 			s.disp.Ack(d.Entry)
 		}
-		t.b.emit(Event{
-			Kind: EventDelivered, Topic: t.full, Subscription: s.name, Consumer: cons.Name, ConsumerID: cons.ID,
-			ID: t.eventID(d.Entry), RedeliveryCount: d.RedeliveryCount,
-		})
 	}
 	t.trimLocked()
 }

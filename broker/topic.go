@@ -15,7 +15,7 @@ type Topic struct {
 	name TopicName
 	full string
 
-	mu        sync.Mutex
+	mu        topicLock
 	ledger    uint64
 	log       entryLog
 	producers map[*Producer]struct{}
@@ -31,6 +31,22 @@ type Topic struct {
 	deleted    bool
 
 	trimHolder *Subscription // the slowest subscription at the last trim
+}
+
+// topicLock is a topic's lock. Events are queued while it is held (emit),
+// and releasing it delivers them, so that no hook runs under it.
+type topicLock struct {
+	mu     sync.Mutex
+	events *eventQueue
+}
+
+// Lock takes the topic's lock.
+func (l *topicLock) Lock() { l.mu.Lock() }
+
+// Unlock releases the topic's lock, then delivers the queued events.
+func (l *topicLock) Unlock() {
+	l.mu.Unlock()
+	l.events.flush(false)
 }
 
 // entry is one stored entry: a SEND's bytes after its command, kept exactly
@@ -175,6 +191,7 @@ func (b *Broker) createTopicLocked(tn TopicName) *Topic {
 		producers: map[*Producer]struct{}{},
 		subs:      map[string]*Subscription{},
 	}
+	t.mu.events = &b.events
 	b.nextLedger++
 	b.topics[t.full] = t
 	return t

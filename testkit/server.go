@@ -27,6 +27,10 @@ func (b *Broker) Topics() []string { return b.srv.Topics() }
 // returns a function that unregisters it.
 func (b *Broker) OnEvent(fn func(broker.Event)) (cancel func()) { return b.srv.OnEvent(fn) }
 
+// DeliverEvents returns once every event so far has reached the hooks; see
+// broker.Broker.DeliverEvents. Not to be called from a hook.
+func (b *Broker) DeliverEvents() { b.srv.DeliverEvents() }
+
 // Clock returns the broker clock.
 func (b *Broker) Clock() broker.Clock { return b.srv.Clock() }
 

@@ -48,8 +48,14 @@ func (tr *trace) snapshot() []broker.Event {
 
 // Events returns a copy of every event the broker reported since Start:
 // publishes, deliveries with their redelivery counts, acks, redelivery
-// requests, consumers and producers opening and closing, expiries.
-func (b *Broker) Events() []broker.Event { return b.trace.snapshot() }
+// requests, consumers and producers opening and closing, expiries. It waits
+// for the events still on their way to the hooks (see
+// broker.Broker.DeliverEvents), so it must not be called from an OnEvent
+// hook.
+func (b *Broker) Events() []broker.Event {
+	b.srv.DeliverEvents()
+	return b.trace.snapshot()
+}
 
 // entryKey identifies an entry across events: a message of a batch shares it.
 type entryKey struct {

@@ -14,7 +14,8 @@ const fallbackPoll = 20 * time.Millisecond
 // WaitFor blocks until cond returns true, re-checking it after every broker
 // event. It fails the test, naming what it waited for, when ctx ends or the
 // test's deadline is near. cond runs on the test goroutine and may inspect
-// the broker.
+// the broker. When it returns, the hooks have seen every event so far (as
+// after DeliverEvents); this holds for every Wait… helper.
 func (b *Broker) WaitFor(ctx context.Context, what string, cond func() bool) {
 	b.tb.Helper()
 	if err := b.waitFor(ctx, cond); err != nil {
@@ -48,6 +49,7 @@ func (b *Broker) waitFor(ctx context.Context, cond func() bool) error {
 		case <-tick.C:
 		}
 	}
+	b.srv.DeliverEvents()
 	return nil
 }
 

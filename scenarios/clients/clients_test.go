@@ -461,6 +461,7 @@ func run(t *testing.T, c *client, argv []string, sc *scenario) {
 	}
 
 	r.trace = p.snapshot()
+	b.DeliverEvents()
 	mu.Lock()
 	r.events = append([]broker.Event(nil), events...)
 	mu.Unlock()
