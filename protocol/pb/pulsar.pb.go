@@ -568,7 +568,7 @@ func (x *CommandPartitionedTopicMetadataResponse_LookupType) UnmarshalJSON(b []b
 
 // Deprecated: Use CommandPartitionedTopicMetadataResponse_LookupType.Descriptor instead.
 func (CommandPartitionedTopicMetadataResponse_LookupType) EnumDescriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{13, 0}
+	return file_pulsar_proto_rawDescGZIP(), []int{16, 0}
 }
 
 type CommandLookupTopicResponse_LookupType int32
@@ -627,7 +627,7 @@ func (x *CommandLookupTopicResponse_LookupType) UnmarshalJSON(b []byte) error {
 
 // Deprecated: Use CommandLookupTopicResponse_LookupType.Descriptor instead.
 func (CommandLookupTopicResponse_LookupType) EnumDescriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{15, 0}
+	return file_pulsar_proto_rawDescGZIP(), []int{18, 0}
 }
 
 type CommandGetTopicsOfNamespace_Mode int32
@@ -686,7 +686,7 @@ func (x *CommandGetTopicsOfNamespace_Mode) UnmarshalJSON(b []byte) error {
 
 // Deprecated: Use CommandGetTopicsOfNamespace_Mode.Descriptor instead.
 func (CommandGetTopicsOfNamespace_Mode) EnumDescriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{16, 0}
+	return file_pulsar_proto_rawDescGZIP(), []int{19, 0}
 }
 
 type CommandSubscribe_SubType int32
@@ -748,7 +748,7 @@ func (x *CommandSubscribe_SubType) UnmarshalJSON(b []byte) error {
 
 // Deprecated: Use CommandSubscribe_SubType.Descriptor instead.
 func (CommandSubscribe_SubType) EnumDescriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{25, 0}
+	return file_pulsar_proto_rawDescGZIP(), []int{28, 0}
 }
 
 type CommandSubscribe_InitialPosition int32
@@ -804,7 +804,7 @@ func (x *CommandSubscribe_InitialPosition) UnmarshalJSON(b []byte) error {
 
 // Deprecated: Use CommandSubscribe_InitialPosition.Descriptor instead.
 func (CommandSubscribe_InitialPosition) EnumDescriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{25, 1}
+	return file_pulsar_proto_rawDescGZIP(), []int{28, 1}
 }
 
 type CommandAck_AckType int32
@@ -860,7 +860,7 @@ func (x *CommandAck_AckType) UnmarshalJSON(b []byte) error {
 
 // Deprecated: Use CommandAck_AckType.Descriptor instead.
 func (CommandAck_AckType) EnumDescriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{28, 0}
+	return file_pulsar_proto_rawDescGZIP(), []int{31, 0}
 }
 
 type CommandAck_ValidationError int32
@@ -925,7 +925,7 @@ func (x *CommandAck_ValidationError) UnmarshalJSON(b []byte) error {
 
 // Deprecated: Use CommandAck_ValidationError.Descriptor instead.
 func (CommandAck_ValidationError) EnumDescriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{28, 1}
+	return file_pulsar_proto_rawDescGZIP(), []int{31, 1}
 }
 
 type BaseCommand_Type int32
@@ -1149,7 +1149,7 @@ func (x *BaseCommand_Type) UnmarshalJSON(b []byte) error {
 
 // Deprecated: Use BaseCommand_Type.Descriptor instead.
 func (BaseCommand_Type) EnumDescriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{47, 0}
+	return file_pulsar_proto_rawDescGZIP(), []int{50, 0}
 }
 
 type KeyValue struct {
@@ -2070,6 +2070,192 @@ func (x *CommandConnect) GetFeatureFlags() *FeatureFlags {
 	return nil
 }
 
+// AuthData carries credentials in AUTH_CHALLENGE and AUTH_RESPONSE.
+type AuthData struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	AuthMethodName *string                `protobuf:"bytes,1,opt,name=auth_method_name,json=authMethodName" json:"auth_method_name,omitempty"`
+	AuthData       []byte                 `protobuf:"bytes,2,opt,name=auth_data,json=authData" json:"auth_data,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *AuthData) Reset() {
+	*x = AuthData{}
+	mi := &file_pulsar_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthData) ProtoMessage() {}
+
+func (x *AuthData) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthData.ProtoReflect.Descriptor instead.
+func (*AuthData) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *AuthData) GetAuthMethodName() string {
+	if x != nil && x.AuthMethodName != nil {
+		return *x.AuthMethodName
+	}
+	return ""
+}
+
+func (x *AuthData) GetAuthData() []byte {
+	if x != nil {
+		return x.AuthData
+	}
+	return nil
+}
+
+// CommandAuthChallenge asks a connected client for fresh credentials (the
+// broker sends it when the credentials it holds have expired).
+type CommandAuthChallenge struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	ServerVersion   *string                `protobuf:"bytes,1,opt,name=server_version,json=serverVersion" json:"server_version,omitempty"`
+	Challenge       *AuthData              `protobuf:"bytes,2,opt,name=challenge" json:"challenge,omitempty"`
+	ProtocolVersion *int32                 `protobuf:"varint,3,opt,name=protocol_version,json=protocolVersion,def=0" json:"protocol_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+// Default values for CommandAuthChallenge fields.
+const (
+	Default_CommandAuthChallenge_ProtocolVersion = int32(0)
+)
+
+func (x *CommandAuthChallenge) Reset() {
+	*x = CommandAuthChallenge{}
+	mi := &file_pulsar_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandAuthChallenge) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandAuthChallenge) ProtoMessage() {}
+
+func (x *CommandAuthChallenge) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandAuthChallenge.ProtoReflect.Descriptor instead.
+func (*CommandAuthChallenge) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CommandAuthChallenge) GetServerVersion() string {
+	if x != nil && x.ServerVersion != nil {
+		return *x.ServerVersion
+	}
+	return ""
+}
+
+func (x *CommandAuthChallenge) GetChallenge() *AuthData {
+	if x != nil {
+		return x.Challenge
+	}
+	return nil
+}
+
+func (x *CommandAuthChallenge) GetProtocolVersion() int32 {
+	if x != nil && x.ProtocolVersion != nil {
+		return *x.ProtocolVersion
+	}
+	return Default_CommandAuthChallenge_ProtocolVersion
+}
+
+// CommandAuthResponse answers an AUTH_CHALLENGE.
+type CommandAuthResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	ClientVersion   *string                `protobuf:"bytes,1,opt,name=client_version,json=clientVersion" json:"client_version,omitempty"`
+	Response        *AuthData              `protobuf:"bytes,2,opt,name=response" json:"response,omitempty"`
+	ProtocolVersion *int32                 `protobuf:"varint,3,opt,name=protocol_version,json=protocolVersion,def=0" json:"protocol_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+// Default values for CommandAuthResponse fields.
+const (
+	Default_CommandAuthResponse_ProtocolVersion = int32(0)
+)
+
+func (x *CommandAuthResponse) Reset() {
+	*x = CommandAuthResponse{}
+	mi := &file_pulsar_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandAuthResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandAuthResponse) ProtoMessage() {}
+
+func (x *CommandAuthResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandAuthResponse.ProtoReflect.Descriptor instead.
+func (*CommandAuthResponse) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CommandAuthResponse) GetClientVersion() string {
+	if x != nil && x.ClientVersion != nil {
+		return *x.ClientVersion
+	}
+	return ""
+}
+
+func (x *CommandAuthResponse) GetResponse() *AuthData {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *CommandAuthResponse) GetProtocolVersion() int32 {
+	if x != nil && x.ProtocolVersion != nil {
+		return *x.ProtocolVersion
+	}
+	return Default_CommandAuthResponse_ProtocolVersion
+}
+
 type CommandConnected struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	ServerVersion   *string                `protobuf:"bytes,1,req,name=server_version,json=serverVersion" json:"server_version,omitempty"`
@@ -2087,7 +2273,7 @@ const (
 
 func (x *CommandConnected) Reset() {
 	*x = CommandConnected{}
-	mi := &file_pulsar_proto_msgTypes[9]
+	mi := &file_pulsar_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2099,7 +2285,7 @@ func (x *CommandConnected) String() string {
 func (*CommandConnected) ProtoMessage() {}
 
 func (x *CommandConnected) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[9]
+	mi := &file_pulsar_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2112,7 +2298,7 @@ func (x *CommandConnected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandConnected.ProtoReflect.Descriptor instead.
 func (*CommandConnected) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{9}
+	return file_pulsar_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CommandConnected) GetServerVersion() string {
@@ -2151,7 +2337,7 @@ type CommandPing struct {
 
 func (x *CommandPing) Reset() {
 	*x = CommandPing{}
-	mi := &file_pulsar_proto_msgTypes[10]
+	mi := &file_pulsar_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2163,7 +2349,7 @@ func (x *CommandPing) String() string {
 func (*CommandPing) ProtoMessage() {}
 
 func (x *CommandPing) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[10]
+	mi := &file_pulsar_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2176,7 +2362,7 @@ func (x *CommandPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandPing.ProtoReflect.Descriptor instead.
 func (*CommandPing) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{10}
+	return file_pulsar_proto_rawDescGZIP(), []int{13}
 }
 
 type CommandPong struct {
@@ -2187,7 +2373,7 @@ type CommandPong struct {
 
 func (x *CommandPong) Reset() {
 	*x = CommandPong{}
-	mi := &file_pulsar_proto_msgTypes[11]
+	mi := &file_pulsar_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2199,7 +2385,7 @@ func (x *CommandPong) String() string {
 func (*CommandPong) ProtoMessage() {}
 
 func (x *CommandPong) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[11]
+	mi := &file_pulsar_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2212,7 +2398,7 @@ func (x *CommandPong) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandPong.ProtoReflect.Descriptor instead.
 func (*CommandPong) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{11}
+	return file_pulsar_proto_rawDescGZIP(), []int{14}
 }
 
 type CommandPartitionedTopicMetadata struct {
@@ -2235,7 +2421,7 @@ const (
 
 func (x *CommandPartitionedTopicMetadata) Reset() {
 	*x = CommandPartitionedTopicMetadata{}
-	mi := &file_pulsar_proto_msgTypes[12]
+	mi := &file_pulsar_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2247,7 +2433,7 @@ func (x *CommandPartitionedTopicMetadata) String() string {
 func (*CommandPartitionedTopicMetadata) ProtoMessage() {}
 
 func (x *CommandPartitionedTopicMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[12]
+	mi := &file_pulsar_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2260,7 +2446,7 @@ func (x *CommandPartitionedTopicMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandPartitionedTopicMetadata.ProtoReflect.Descriptor instead.
 func (*CommandPartitionedTopicMetadata) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{12}
+	return file_pulsar_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CommandPartitionedTopicMetadata) GetTopic() string {
@@ -2318,7 +2504,7 @@ type CommandPartitionedTopicMetadataResponse struct {
 
 func (x *CommandPartitionedTopicMetadataResponse) Reset() {
 	*x = CommandPartitionedTopicMetadataResponse{}
-	mi := &file_pulsar_proto_msgTypes[13]
+	mi := &file_pulsar_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2330,7 +2516,7 @@ func (x *CommandPartitionedTopicMetadataResponse) String() string {
 func (*CommandPartitionedTopicMetadataResponse) ProtoMessage() {}
 
 func (x *CommandPartitionedTopicMetadataResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[13]
+	mi := &file_pulsar_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2343,7 +2529,7 @@ func (x *CommandPartitionedTopicMetadataResponse) ProtoReflect() protoreflect.Me
 
 // Deprecated: Use CommandPartitionedTopicMetadataResponse.ProtoReflect.Descriptor instead.
 func (*CommandPartitionedTopicMetadataResponse) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{13}
+	return file_pulsar_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CommandPartitionedTopicMetadataResponse) GetPartitions() uint32 {
@@ -2402,7 +2588,7 @@ const (
 
 func (x *CommandLookupTopic) Reset() {
 	*x = CommandLookupTopic{}
-	mi := &file_pulsar_proto_msgTypes[14]
+	mi := &file_pulsar_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2414,7 +2600,7 @@ func (x *CommandLookupTopic) String() string {
 func (*CommandLookupTopic) ProtoMessage() {}
 
 func (x *CommandLookupTopic) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[14]
+	mi := &file_pulsar_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2427,7 +2613,7 @@ func (x *CommandLookupTopic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandLookupTopic.ProtoReflect.Descriptor instead.
 func (*CommandLookupTopic) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{14}
+	return file_pulsar_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CommandLookupTopic) GetTopic() string {
@@ -2508,7 +2694,7 @@ const (
 
 func (x *CommandLookupTopicResponse) Reset() {
 	*x = CommandLookupTopicResponse{}
-	mi := &file_pulsar_proto_msgTypes[15]
+	mi := &file_pulsar_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2520,7 +2706,7 @@ func (x *CommandLookupTopicResponse) String() string {
 func (*CommandLookupTopicResponse) ProtoMessage() {}
 
 func (x *CommandLookupTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[15]
+	mi := &file_pulsar_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2533,7 +2719,7 @@ func (x *CommandLookupTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandLookupTopicResponse.ProtoReflect.Descriptor instead.
 func (*CommandLookupTopicResponse) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{15}
+	return file_pulsar_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CommandLookupTopicResponse) GetBrokerServiceUrl() string {
@@ -2610,7 +2796,7 @@ const (
 
 func (x *CommandGetTopicsOfNamespace) Reset() {
 	*x = CommandGetTopicsOfNamespace{}
-	mi := &file_pulsar_proto_msgTypes[16]
+	mi := &file_pulsar_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2622,7 +2808,7 @@ func (x *CommandGetTopicsOfNamespace) String() string {
 func (*CommandGetTopicsOfNamespace) ProtoMessage() {}
 
 func (x *CommandGetTopicsOfNamespace) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[16]
+	mi := &file_pulsar_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2635,7 +2821,7 @@ func (x *CommandGetTopicsOfNamespace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandGetTopicsOfNamespace.ProtoReflect.Descriptor instead.
 func (*CommandGetTopicsOfNamespace) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{16}
+	return file_pulsar_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CommandGetTopicsOfNamespace) GetRequestId() uint64 {
@@ -2692,7 +2878,7 @@ const (
 
 func (x *CommandGetTopicsOfNamespaceResponse) Reset() {
 	*x = CommandGetTopicsOfNamespaceResponse{}
-	mi := &file_pulsar_proto_msgTypes[17]
+	mi := &file_pulsar_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2704,7 +2890,7 @@ func (x *CommandGetTopicsOfNamespaceResponse) String() string {
 func (*CommandGetTopicsOfNamespaceResponse) ProtoMessage() {}
 
 func (x *CommandGetTopicsOfNamespaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[17]
+	mi := &file_pulsar_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2717,7 +2903,7 @@ func (x *CommandGetTopicsOfNamespaceResponse) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use CommandGetTopicsOfNamespaceResponse.ProtoReflect.Descriptor instead.
 func (*CommandGetTopicsOfNamespaceResponse) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{17}
+	return file_pulsar_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CommandGetTopicsOfNamespaceResponse) GetRequestId() uint64 {
@@ -2785,7 +2971,7 @@ const (
 
 func (x *CommandProducer) Reset() {
 	*x = CommandProducer{}
-	mi := &file_pulsar_proto_msgTypes[18]
+	mi := &file_pulsar_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2797,7 +2983,7 @@ func (x *CommandProducer) String() string {
 func (*CommandProducer) ProtoMessage() {}
 
 func (x *CommandProducer) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[18]
+	mi := &file_pulsar_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2810,7 +2996,7 @@ func (x *CommandProducer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandProducer.ProtoReflect.Descriptor instead.
 func (*CommandProducer) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{18}
+	return file_pulsar_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CommandProducer) GetTopic() string {
@@ -2924,7 +3110,7 @@ const (
 
 func (x *CommandProducerSuccess) Reset() {
 	*x = CommandProducerSuccess{}
-	mi := &file_pulsar_proto_msgTypes[19]
+	mi := &file_pulsar_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2936,7 +3122,7 @@ func (x *CommandProducerSuccess) String() string {
 func (*CommandProducerSuccess) ProtoMessage() {}
 
 func (x *CommandProducerSuccess) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[19]
+	mi := &file_pulsar_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2949,7 +3135,7 @@ func (x *CommandProducerSuccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandProducerSuccess.ProtoReflect.Descriptor instead.
 func (*CommandProducerSuccess) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{19}
+	return file_pulsar_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CommandProducerSuccess) GetRequestId() uint64 {
@@ -3021,7 +3207,7 @@ const (
 
 func (x *CommandSend) Reset() {
 	*x = CommandSend{}
-	mi := &file_pulsar_proto_msgTypes[20]
+	mi := &file_pulsar_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3033,7 +3219,7 @@ func (x *CommandSend) String() string {
 func (*CommandSend) ProtoMessage() {}
 
 func (x *CommandSend) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[20]
+	mi := &file_pulsar_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3046,7 +3232,7 @@ func (x *CommandSend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandSend.ProtoReflect.Descriptor instead.
 func (*CommandSend) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{20}
+	return file_pulsar_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CommandSend) GetProducerId() uint64 {
@@ -3129,7 +3315,7 @@ const (
 
 func (x *CommandSendReceipt) Reset() {
 	*x = CommandSendReceipt{}
-	mi := &file_pulsar_proto_msgTypes[21]
+	mi := &file_pulsar_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3141,7 +3327,7 @@ func (x *CommandSendReceipt) String() string {
 func (*CommandSendReceipt) ProtoMessage() {}
 
 func (x *CommandSendReceipt) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[21]
+	mi := &file_pulsar_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3154,7 +3340,7 @@ func (x *CommandSendReceipt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandSendReceipt.ProtoReflect.Descriptor instead.
 func (*CommandSendReceipt) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{21}
+	return file_pulsar_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CommandSendReceipt) GetProducerId() uint64 {
@@ -3197,7 +3383,7 @@ type CommandSendError struct {
 
 func (x *CommandSendError) Reset() {
 	*x = CommandSendError{}
-	mi := &file_pulsar_proto_msgTypes[22]
+	mi := &file_pulsar_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3209,7 +3395,7 @@ func (x *CommandSendError) String() string {
 func (*CommandSendError) ProtoMessage() {}
 
 func (x *CommandSendError) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[22]
+	mi := &file_pulsar_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3222,7 +3408,7 @@ func (x *CommandSendError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandSendError.ProtoReflect.Descriptor instead.
 func (*CommandSendError) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{22}
+	return file_pulsar_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CommandSendError) GetProducerId() uint64 {
@@ -3265,7 +3451,7 @@ type CommandCloseProducer struct {
 
 func (x *CommandCloseProducer) Reset() {
 	*x = CommandCloseProducer{}
-	mi := &file_pulsar_proto_msgTypes[23]
+	mi := &file_pulsar_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3277,7 +3463,7 @@ func (x *CommandCloseProducer) String() string {
 func (*CommandCloseProducer) ProtoMessage() {}
 
 func (x *CommandCloseProducer) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[23]
+	mi := &file_pulsar_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3290,7 +3476,7 @@ func (x *CommandCloseProducer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandCloseProducer.ProtoReflect.Descriptor instead.
 func (*CommandCloseProducer) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{23}
+	return file_pulsar_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CommandCloseProducer) GetProducerId() uint64 {
@@ -3337,7 +3523,7 @@ const (
 
 func (x *KeySharedMeta) Reset() {
 	*x = KeySharedMeta{}
-	mi := &file_pulsar_proto_msgTypes[24]
+	mi := &file_pulsar_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3349,7 +3535,7 @@ func (x *KeySharedMeta) String() string {
 func (*KeySharedMeta) ProtoMessage() {}
 
 func (x *KeySharedMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[24]
+	mi := &file_pulsar_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3362,7 +3548,7 @@ func (x *KeySharedMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeySharedMeta.ProtoReflect.Descriptor instead.
 func (*KeySharedMeta) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{24}
+	return file_pulsar_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *KeySharedMeta) GetKeySharedMode() KeySharedMode {
@@ -3421,7 +3607,7 @@ const (
 
 func (x *CommandSubscribe) Reset() {
 	*x = CommandSubscribe{}
-	mi := &file_pulsar_proto_msgTypes[25]
+	mi := &file_pulsar_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3433,7 +3619,7 @@ func (x *CommandSubscribe) String() string {
 func (*CommandSubscribe) ProtoMessage() {}
 
 func (x *CommandSubscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[25]
+	mi := &file_pulsar_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3446,7 +3632,7 @@ func (x *CommandSubscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandSubscribe.ProtoReflect.Descriptor instead.
 func (*CommandSubscribe) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{25}
+	return file_pulsar_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CommandSubscribe) GetTopic() string {
@@ -3592,7 +3778,7 @@ type CommandFlow struct {
 
 func (x *CommandFlow) Reset() {
 	*x = CommandFlow{}
-	mi := &file_pulsar_proto_msgTypes[26]
+	mi := &file_pulsar_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3604,7 +3790,7 @@ func (x *CommandFlow) String() string {
 func (*CommandFlow) ProtoMessage() {}
 
 func (x *CommandFlow) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[26]
+	mi := &file_pulsar_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3617,7 +3803,7 @@ func (x *CommandFlow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandFlow.ProtoReflect.Descriptor instead.
 func (*CommandFlow) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{26}
+	return file_pulsar_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CommandFlow) GetConsumerId() uint64 {
@@ -3652,7 +3838,7 @@ const (
 
 func (x *CommandMessage) Reset() {
 	*x = CommandMessage{}
-	mi := &file_pulsar_proto_msgTypes[27]
+	mi := &file_pulsar_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3664,7 +3850,7 @@ func (x *CommandMessage) String() string {
 func (*CommandMessage) ProtoMessage() {}
 
 func (x *CommandMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[27]
+	mi := &file_pulsar_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3677,7 +3863,7 @@ func (x *CommandMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandMessage.ProtoReflect.Descriptor instead.
 func (*CommandMessage) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{27}
+	return file_pulsar_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CommandMessage) GetConsumerId() uint64 {
@@ -3737,7 +3923,7 @@ const (
 
 func (x *CommandAck) Reset() {
 	*x = CommandAck{}
-	mi := &file_pulsar_proto_msgTypes[28]
+	mi := &file_pulsar_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3749,7 +3935,7 @@ func (x *CommandAck) String() string {
 func (*CommandAck) ProtoMessage() {}
 
 func (x *CommandAck) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[28]
+	mi := &file_pulsar_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3762,7 +3948,7 @@ func (x *CommandAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandAck.ProtoReflect.Descriptor instead.
 func (*CommandAck) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{28}
+	return file_pulsar_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CommandAck) GetConsumerId() uint64 {
@@ -3841,7 +4027,7 @@ const (
 
 func (x *CommandAckResponse) Reset() {
 	*x = CommandAckResponse{}
-	mi := &file_pulsar_proto_msgTypes[29]
+	mi := &file_pulsar_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3853,7 +4039,7 @@ func (x *CommandAckResponse) String() string {
 func (*CommandAckResponse) ProtoMessage() {}
 
 func (x *CommandAckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[29]
+	mi := &file_pulsar_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3866,7 +4052,7 @@ func (x *CommandAckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandAckResponse.ProtoReflect.Descriptor instead.
 func (*CommandAckResponse) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{29}
+	return file_pulsar_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CommandAckResponse) GetConsumerId() uint64 {
@@ -3922,7 +4108,7 @@ type CommandRedeliverUnacknowledgedMessages struct {
 
 func (x *CommandRedeliverUnacknowledgedMessages) Reset() {
 	*x = CommandRedeliverUnacknowledgedMessages{}
-	mi := &file_pulsar_proto_msgTypes[30]
+	mi := &file_pulsar_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3934,7 +4120,7 @@ func (x *CommandRedeliverUnacknowledgedMessages) String() string {
 func (*CommandRedeliverUnacknowledgedMessages) ProtoMessage() {}
 
 func (x *CommandRedeliverUnacknowledgedMessages) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[30]
+	mi := &file_pulsar_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3947,7 +4133,7 @@ func (x *CommandRedeliverUnacknowledgedMessages) ProtoReflect() protoreflect.Mes
 
 // Deprecated: Use CommandRedeliverUnacknowledgedMessages.ProtoReflect.Descriptor instead.
 func (*CommandRedeliverUnacknowledgedMessages) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{30}
+	return file_pulsar_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CommandRedeliverUnacknowledgedMessages) GetConsumerId() uint64 {
@@ -3986,7 +4172,7 @@ const (
 
 func (x *CommandActiveConsumerChange) Reset() {
 	*x = CommandActiveConsumerChange{}
-	mi := &file_pulsar_proto_msgTypes[31]
+	mi := &file_pulsar_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3998,7 +4184,7 @@ func (x *CommandActiveConsumerChange) String() string {
 func (*CommandActiveConsumerChange) ProtoMessage() {}
 
 func (x *CommandActiveConsumerChange) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[31]
+	mi := &file_pulsar_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4011,7 +4197,7 @@ func (x *CommandActiveConsumerChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandActiveConsumerChange.ProtoReflect.Descriptor instead.
 func (*CommandActiveConsumerChange) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{31}
+	return file_pulsar_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CommandActiveConsumerChange) GetConsumerId() uint64 {
@@ -4044,7 +4230,7 @@ const (
 
 func (x *CommandUnsubscribe) Reset() {
 	*x = CommandUnsubscribe{}
-	mi := &file_pulsar_proto_msgTypes[32]
+	mi := &file_pulsar_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4056,7 +4242,7 @@ func (x *CommandUnsubscribe) String() string {
 func (*CommandUnsubscribe) ProtoMessage() {}
 
 func (x *CommandUnsubscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[32]
+	mi := &file_pulsar_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4069,7 +4255,7 @@ func (x *CommandUnsubscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandUnsubscribe.ProtoReflect.Descriptor instead.
 func (*CommandUnsubscribe) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{32}
+	return file_pulsar_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CommandUnsubscribe) GetConsumerId() uint64 {
@@ -4105,7 +4291,7 @@ type CommandSeek struct {
 
 func (x *CommandSeek) Reset() {
 	*x = CommandSeek{}
-	mi := &file_pulsar_proto_msgTypes[33]
+	mi := &file_pulsar_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4117,7 +4303,7 @@ func (x *CommandSeek) String() string {
 func (*CommandSeek) ProtoMessage() {}
 
 func (x *CommandSeek) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[33]
+	mi := &file_pulsar_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4130,7 +4316,7 @@ func (x *CommandSeek) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandSeek.ProtoReflect.Descriptor instead.
 func (*CommandSeek) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{33}
+	return file_pulsar_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CommandSeek) GetConsumerId() uint64 {
@@ -4170,7 +4356,7 @@ type CommandReachedEndOfTopic struct {
 
 func (x *CommandReachedEndOfTopic) Reset() {
 	*x = CommandReachedEndOfTopic{}
-	mi := &file_pulsar_proto_msgTypes[34]
+	mi := &file_pulsar_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4182,7 +4368,7 @@ func (x *CommandReachedEndOfTopic) String() string {
 func (*CommandReachedEndOfTopic) ProtoMessage() {}
 
 func (x *CommandReachedEndOfTopic) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[34]
+	mi := &file_pulsar_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4195,7 +4381,7 @@ func (x *CommandReachedEndOfTopic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandReachedEndOfTopic.ProtoReflect.Descriptor instead.
 func (*CommandReachedEndOfTopic) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{34}
+	return file_pulsar_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CommandReachedEndOfTopic) GetConsumerId() uint64 {
@@ -4217,7 +4403,7 @@ type CommandCloseConsumer struct {
 
 func (x *CommandCloseConsumer) Reset() {
 	*x = CommandCloseConsumer{}
-	mi := &file_pulsar_proto_msgTypes[35]
+	mi := &file_pulsar_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4229,7 +4415,7 @@ func (x *CommandCloseConsumer) String() string {
 func (*CommandCloseConsumer) ProtoMessage() {}
 
 func (x *CommandCloseConsumer) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[35]
+	mi := &file_pulsar_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4242,7 +4428,7 @@ func (x *CommandCloseConsumer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandCloseConsumer.ProtoReflect.Descriptor instead.
 func (*CommandCloseConsumer) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{35}
+	return file_pulsar_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CommandCloseConsumer) GetConsumerId() uint64 {
@@ -4283,7 +4469,7 @@ type CommandConsumerStats struct {
 
 func (x *CommandConsumerStats) Reset() {
 	*x = CommandConsumerStats{}
-	mi := &file_pulsar_proto_msgTypes[36]
+	mi := &file_pulsar_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4295,7 +4481,7 @@ func (x *CommandConsumerStats) String() string {
 func (*CommandConsumerStats) ProtoMessage() {}
 
 func (x *CommandConsumerStats) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[36]
+	mi := &file_pulsar_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4308,7 +4494,7 @@ func (x *CommandConsumerStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandConsumerStats.ProtoReflect.Descriptor instead.
 func (*CommandConsumerStats) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{36}
+	return file_pulsar_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CommandConsumerStats) GetRequestId() uint64 {
@@ -4349,7 +4535,7 @@ type CommandConsumerStatsResponse struct {
 
 func (x *CommandConsumerStatsResponse) Reset() {
 	*x = CommandConsumerStatsResponse{}
-	mi := &file_pulsar_proto_msgTypes[37]
+	mi := &file_pulsar_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4361,7 +4547,7 @@ func (x *CommandConsumerStatsResponse) String() string {
 func (*CommandConsumerStatsResponse) ProtoMessage() {}
 
 func (x *CommandConsumerStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[37]
+	mi := &file_pulsar_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4374,7 +4560,7 @@ func (x *CommandConsumerStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandConsumerStatsResponse.ProtoReflect.Descriptor instead.
 func (*CommandConsumerStatsResponse) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{37}
+	return file_pulsar_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CommandConsumerStatsResponse) GetRequestId() uint64 {
@@ -4499,7 +4685,7 @@ type CommandGetLastMessageId struct {
 
 func (x *CommandGetLastMessageId) Reset() {
 	*x = CommandGetLastMessageId{}
-	mi := &file_pulsar_proto_msgTypes[38]
+	mi := &file_pulsar_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4511,7 +4697,7 @@ func (x *CommandGetLastMessageId) String() string {
 func (*CommandGetLastMessageId) ProtoMessage() {}
 
 func (x *CommandGetLastMessageId) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[38]
+	mi := &file_pulsar_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4524,7 +4710,7 @@ func (x *CommandGetLastMessageId) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandGetLastMessageId.ProtoReflect.Descriptor instead.
 func (*CommandGetLastMessageId) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{38}
+	return file_pulsar_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CommandGetLastMessageId) GetConsumerId() uint64 {
@@ -4552,7 +4738,7 @@ type CommandGetLastMessageIdResponse struct {
 
 func (x *CommandGetLastMessageIdResponse) Reset() {
 	*x = CommandGetLastMessageIdResponse{}
-	mi := &file_pulsar_proto_msgTypes[39]
+	mi := &file_pulsar_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4564,7 +4750,7 @@ func (x *CommandGetLastMessageIdResponse) String() string {
 func (*CommandGetLastMessageIdResponse) ProtoMessage() {}
 
 func (x *CommandGetLastMessageIdResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[39]
+	mi := &file_pulsar_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4577,7 +4763,7 @@ func (x *CommandGetLastMessageIdResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandGetLastMessageIdResponse.ProtoReflect.Descriptor instead.
 func (*CommandGetLastMessageIdResponse) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{39}
+	return file_pulsar_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CommandGetLastMessageIdResponse) GetLastMessageId() *MessageIdData {
@@ -4611,7 +4797,7 @@ type CommandSuccess struct {
 
 func (x *CommandSuccess) Reset() {
 	*x = CommandSuccess{}
-	mi := &file_pulsar_proto_msgTypes[40]
+	mi := &file_pulsar_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4623,7 +4809,7 @@ func (x *CommandSuccess) String() string {
 func (*CommandSuccess) ProtoMessage() {}
 
 func (x *CommandSuccess) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[40]
+	mi := &file_pulsar_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4636,7 +4822,7 @@ func (x *CommandSuccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandSuccess.ProtoReflect.Descriptor instead.
 func (*CommandSuccess) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{40}
+	return file_pulsar_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CommandSuccess) GetRequestId() uint64 {
@@ -4664,7 +4850,7 @@ type CommandError struct {
 
 func (x *CommandError) Reset() {
 	*x = CommandError{}
-	mi := &file_pulsar_proto_msgTypes[41]
+	mi := &file_pulsar_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4676,7 +4862,7 @@ func (x *CommandError) String() string {
 func (*CommandError) ProtoMessage() {}
 
 func (x *CommandError) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[41]
+	mi := &file_pulsar_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4689,7 +4875,7 @@ func (x *CommandError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandError.ProtoReflect.Descriptor instead.
 func (*CommandError) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{41}
+	return file_pulsar_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CommandError) GetRequestId() uint64 {
@@ -4724,7 +4910,7 @@ type CommandGetSchema struct {
 
 func (x *CommandGetSchema) Reset() {
 	*x = CommandGetSchema{}
-	mi := &file_pulsar_proto_msgTypes[42]
+	mi := &file_pulsar_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4736,7 +4922,7 @@ func (x *CommandGetSchema) String() string {
 func (*CommandGetSchema) ProtoMessage() {}
 
 func (x *CommandGetSchema) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[42]
+	mi := &file_pulsar_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4749,7 +4935,7 @@ func (x *CommandGetSchema) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandGetSchema.ProtoReflect.Descriptor instead.
 func (*CommandGetSchema) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{42}
+	return file_pulsar_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CommandGetSchema) GetRequestId() uint64 {
@@ -4786,7 +4972,7 @@ type CommandGetSchemaResponse struct {
 
 func (x *CommandGetSchemaResponse) Reset() {
 	*x = CommandGetSchemaResponse{}
-	mi := &file_pulsar_proto_msgTypes[43]
+	mi := &file_pulsar_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4798,7 +4984,7 @@ func (x *CommandGetSchemaResponse) String() string {
 func (*CommandGetSchemaResponse) ProtoMessage() {}
 
 func (x *CommandGetSchemaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[43]
+	mi := &file_pulsar_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4811,7 +4997,7 @@ func (x *CommandGetSchemaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandGetSchemaResponse.ProtoReflect.Descriptor instead.
 func (*CommandGetSchemaResponse) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{43}
+	return file_pulsar_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CommandGetSchemaResponse) GetRequestId() uint64 {
@@ -4860,7 +5046,7 @@ type CommandGetOrCreateSchema struct {
 
 func (x *CommandGetOrCreateSchema) Reset() {
 	*x = CommandGetOrCreateSchema{}
-	mi := &file_pulsar_proto_msgTypes[44]
+	mi := &file_pulsar_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4872,7 +5058,7 @@ func (x *CommandGetOrCreateSchema) String() string {
 func (*CommandGetOrCreateSchema) ProtoMessage() {}
 
 func (x *CommandGetOrCreateSchema) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[44]
+	mi := &file_pulsar_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4885,7 +5071,7 @@ func (x *CommandGetOrCreateSchema) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandGetOrCreateSchema.ProtoReflect.Descriptor instead.
 func (*CommandGetOrCreateSchema) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{44}
+	return file_pulsar_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CommandGetOrCreateSchema) GetRequestId() uint64 {
@@ -4921,7 +5107,7 @@ type CommandGetOrCreateSchemaResponse struct {
 
 func (x *CommandGetOrCreateSchemaResponse) Reset() {
 	*x = CommandGetOrCreateSchemaResponse{}
-	mi := &file_pulsar_proto_msgTypes[45]
+	mi := &file_pulsar_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4933,7 +5119,7 @@ func (x *CommandGetOrCreateSchemaResponse) String() string {
 func (*CommandGetOrCreateSchemaResponse) ProtoMessage() {}
 
 func (x *CommandGetOrCreateSchemaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[45]
+	mi := &file_pulsar_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4946,7 +5132,7 @@ func (x *CommandGetOrCreateSchemaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandGetOrCreateSchemaResponse.ProtoReflect.Descriptor instead.
 func (*CommandGetOrCreateSchemaResponse) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{45}
+	return file_pulsar_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *CommandGetOrCreateSchemaResponse) GetRequestId() uint64 {
@@ -4988,7 +5174,7 @@ type TxnRequest struct {
 
 func (x *TxnRequest) Reset() {
 	*x = TxnRequest{}
-	mi := &file_pulsar_proto_msgTypes[46]
+	mi := &file_pulsar_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5000,7 +5186,7 @@ func (x *TxnRequest) String() string {
 func (*TxnRequest) ProtoMessage() {}
 
 func (x *TxnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[46]
+	mi := &file_pulsar_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5013,7 +5199,7 @@ func (x *TxnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnRequest.ProtoReflect.Descriptor instead.
 func (*TxnRequest) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{46}
+	return file_pulsar_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *TxnRequest) GetRequestId() uint64 {
@@ -5060,6 +5246,8 @@ type BaseCommand struct {
 	GetTopicsOfNamespaceResponse    *CommandGetTopicsOfNamespaceResponse     `protobuf:"bytes,33,opt,name=getTopicsOfNamespaceResponse" json:"getTopicsOfNamespaceResponse,omitempty"`
 	GetSchema                       *CommandGetSchema                        `protobuf:"bytes,34,opt,name=getSchema" json:"getSchema,omitempty"`
 	GetSchemaResponse               *CommandGetSchemaResponse                `protobuf:"bytes,35,opt,name=getSchemaResponse" json:"getSchemaResponse,omitempty"`
+	AuthChallenge                   *CommandAuthChallenge                    `protobuf:"bytes,36,opt,name=authChallenge" json:"authChallenge,omitempty"`
+	AuthResponse                    *CommandAuthResponse                     `protobuf:"bytes,37,opt,name=authResponse" json:"authResponse,omitempty"`
 	AckResponse                     *CommandAckResponse                      `protobuf:"bytes,38,opt,name=ackResponse" json:"ackResponse,omitempty"`
 	GetOrCreateSchema               *CommandGetOrCreateSchema                `protobuf:"bytes,39,opt,name=getOrCreateSchema" json:"getOrCreateSchema,omitempty"`
 	GetOrCreateSchemaResponse       *CommandGetOrCreateSchemaResponse        `protobuf:"bytes,40,opt,name=getOrCreateSchemaResponse" json:"getOrCreateSchemaResponse,omitempty"`
@@ -5077,7 +5265,7 @@ type BaseCommand struct {
 
 func (x *BaseCommand) Reset() {
 	*x = BaseCommand{}
-	mi := &file_pulsar_proto_msgTypes[47]
+	mi := &file_pulsar_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5089,7 +5277,7 @@ func (x *BaseCommand) String() string {
 func (*BaseCommand) ProtoMessage() {}
 
 func (x *BaseCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[47]
+	mi := &file_pulsar_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5102,7 +5290,7 @@ func (x *BaseCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BaseCommand.ProtoReflect.Descriptor instead.
 func (*BaseCommand) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{47}
+	return file_pulsar_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *BaseCommand) GetType() BaseCommand_Type {
@@ -5350,6 +5538,20 @@ func (x *BaseCommand) GetGetSchemaResponse() *CommandGetSchemaResponse {
 	return nil
 }
 
+func (x *BaseCommand) GetAuthChallenge() *CommandAuthChallenge {
+	if x != nil {
+		return x.AuthChallenge
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetAuthResponse() *CommandAuthResponse {
+	if x != nil {
+		return x.AuthResponse
+	}
+	return nil
+}
+
 func (x *BaseCommand) GetAckResponse() *CommandAckResponse {
 	if x != nil {
 		return x.AckResponse
@@ -5546,7 +5748,18 @@ const file_pulsar_proto_rawDesc = "" +
 	"\x12original_auth_data\x18\b \x01(\tR\x10originalAuthData\x120\n" +
 	"\x14original_auth_method\x18\t \x01(\tR\x12originalAuthMethod\x12A\n" +
 	"\rfeature_flags\x18\n" +
-	" \x01(\v2\x1c.pulsarsim.wire.FeatureFlagsR\ffeatureFlags\"\xd4\x01\n" +
+	" \x01(\v2\x1c.pulsarsim.wire.FeatureFlagsR\ffeatureFlags\"Q\n" +
+	"\bAuthData\x12(\n" +
+	"\x10auth_method_name\x18\x01 \x01(\tR\x0eauthMethodName\x12\x1b\n" +
+	"\tauth_data\x18\x02 \x01(\fR\bauthData\"\xa3\x01\n" +
+	"\x14CommandAuthChallenge\x12%\n" +
+	"\x0eserver_version\x18\x01 \x01(\tR\rserverVersion\x126\n" +
+	"\tchallenge\x18\x02 \x01(\v2\x18.pulsarsim.wire.AuthDataR\tchallenge\x12,\n" +
+	"\x10protocol_version\x18\x03 \x01(\x05:\x010R\x0fprotocolVersion\"\xa0\x01\n" +
+	"\x13CommandAuthResponse\x12%\n" +
+	"\x0eclient_version\x18\x01 \x01(\tR\rclientVersion\x124\n" +
+	"\bresponse\x18\x02 \x01(\v2\x18.pulsarsim.wire.AuthDataR\bresponse\x12,\n" +
+	"\x10protocol_version\x18\x03 \x01(\x05:\x010R\x0fprotocolVersion\"\xd4\x01\n" +
 	"\x10CommandConnected\x12%\n" +
 	"\x0eserver_version\x18\x01 \x02(\tR\rserverVersion\x12,\n" +
 	"\x10protocol_version\x18\x02 \x01(\x05:\x010R\x0fprotocolVersion\x12(\n" +
@@ -5886,7 +6099,7 @@ const file_pulsar_proto_rawDesc = "" +
 	"\n" +
 	"TxnRequest\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x01 \x02(\x04R\trequestId\"\xf7$\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\"\x8c&\n" +
 	"\vBaseCommand\x124\n" +
 	"\x04type\x18\x01 \x02(\x0e2 .pulsarsim.wire.BaseCommand.TypeR\x04type\x128\n" +
 	"\aconnect\x18\x02 \x01(\v2\x1e.pulsarsim.wire.CommandConnectR\aconnect\x12>\n" +
@@ -5924,7 +6137,9 @@ const file_pulsar_proto_rawDesc = "" +
 	"\x14getTopicsOfNamespace\x18  \x01(\v2+.pulsarsim.wire.CommandGetTopicsOfNamespaceR\x14getTopicsOfNamespace\x12w\n" +
 	"\x1cgetTopicsOfNamespaceResponse\x18! \x01(\v23.pulsarsim.wire.CommandGetTopicsOfNamespaceResponseR\x1cgetTopicsOfNamespaceResponse\x12>\n" +
 	"\tgetSchema\x18\" \x01(\v2 .pulsarsim.wire.CommandGetSchemaR\tgetSchema\x12V\n" +
-	"\x11getSchemaResponse\x18# \x01(\v2(.pulsarsim.wire.CommandGetSchemaResponseR\x11getSchemaResponse\x12D\n" +
+	"\x11getSchemaResponse\x18# \x01(\v2(.pulsarsim.wire.CommandGetSchemaResponseR\x11getSchemaResponse\x12J\n" +
+	"\rauthChallenge\x18$ \x01(\v2$.pulsarsim.wire.CommandAuthChallengeR\rauthChallenge\x12G\n" +
+	"\fauthResponse\x18% \x01(\v2#.pulsarsim.wire.CommandAuthResponseR\fauthResponse\x12D\n" +
 	"\vackResponse\x18& \x01(\v2\".pulsarsim.wire.CommandAckResponseR\vackResponse\x12V\n" +
 	"\x11getOrCreateSchema\x18' \x01(\v2(.pulsarsim.wire.CommandGetOrCreateSchemaR\x11getOrCreateSchema\x12n\n" +
 	"\x19getOrCreateSchemaResponse\x18( \x01(\v20.pulsarsim.wire.CommandGetOrCreateSchemaResponseR\x19getOrCreateSchemaResponse\x122\n" +
@@ -6064,7 +6279,7 @@ func file_pulsar_proto_rawDescGZIP() []byte {
 }
 
 var file_pulsar_proto_enumTypes = make([]protoimpl.EnumInfo, 14)
-var file_pulsar_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_pulsar_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_pulsar_proto_goTypes = []any{
 	(CompressionType)(0),    // 0: pulsarsim.wire.CompressionType
 	(ProducerAccessMode)(0), // 1: pulsarsim.wire.ProducerAccessMode
@@ -6089,45 +6304,48 @@ var file_pulsar_proto_goTypes = []any{
 	(*SingleMessageMetadata)(nil),                           // 20: pulsarsim.wire.SingleMessageMetadata
 	(*FeatureFlags)(nil),                                    // 21: pulsarsim.wire.FeatureFlags
 	(*CommandConnect)(nil),                                  // 22: pulsarsim.wire.CommandConnect
-	(*CommandConnected)(nil),                                // 23: pulsarsim.wire.CommandConnected
-	(*CommandPing)(nil),                                     // 24: pulsarsim.wire.CommandPing
-	(*CommandPong)(nil),                                     // 25: pulsarsim.wire.CommandPong
-	(*CommandPartitionedTopicMetadata)(nil),                 // 26: pulsarsim.wire.CommandPartitionedTopicMetadata
-	(*CommandPartitionedTopicMetadataResponse)(nil),         // 27: pulsarsim.wire.CommandPartitionedTopicMetadataResponse
-	(*CommandLookupTopic)(nil),                              // 28: pulsarsim.wire.CommandLookupTopic
-	(*CommandLookupTopicResponse)(nil),                      // 29: pulsarsim.wire.CommandLookupTopicResponse
-	(*CommandGetTopicsOfNamespace)(nil),                     // 30: pulsarsim.wire.CommandGetTopicsOfNamespace
-	(*CommandGetTopicsOfNamespaceResponse)(nil),             // 31: pulsarsim.wire.CommandGetTopicsOfNamespaceResponse
-	(*CommandProducer)(nil),                                 // 32: pulsarsim.wire.CommandProducer
-	(*CommandProducerSuccess)(nil),                          // 33: pulsarsim.wire.CommandProducerSuccess
-	(*CommandSend)(nil),                                     // 34: pulsarsim.wire.CommandSend
-	(*CommandSendReceipt)(nil),                              // 35: pulsarsim.wire.CommandSendReceipt
-	(*CommandSendError)(nil),                                // 36: pulsarsim.wire.CommandSendError
-	(*CommandCloseProducer)(nil),                            // 37: pulsarsim.wire.CommandCloseProducer
-	(*KeySharedMeta)(nil),                                   // 38: pulsarsim.wire.KeySharedMeta
-	(*CommandSubscribe)(nil),                                // 39: pulsarsim.wire.CommandSubscribe
-	(*CommandFlow)(nil),                                     // 40: pulsarsim.wire.CommandFlow
-	(*CommandMessage)(nil),                                  // 41: pulsarsim.wire.CommandMessage
-	(*CommandAck)(nil),                                      // 42: pulsarsim.wire.CommandAck
-	(*CommandAckResponse)(nil),                              // 43: pulsarsim.wire.CommandAckResponse
-	(*CommandRedeliverUnacknowledgedMessages)(nil),          // 44: pulsarsim.wire.CommandRedeliverUnacknowledgedMessages
-	(*CommandActiveConsumerChange)(nil),                     // 45: pulsarsim.wire.CommandActiveConsumerChange
-	(*CommandUnsubscribe)(nil),                              // 46: pulsarsim.wire.CommandUnsubscribe
-	(*CommandSeek)(nil),                                     // 47: pulsarsim.wire.CommandSeek
-	(*CommandReachedEndOfTopic)(nil),                        // 48: pulsarsim.wire.CommandReachedEndOfTopic
-	(*CommandCloseConsumer)(nil),                            // 49: pulsarsim.wire.CommandCloseConsumer
-	(*CommandConsumerStats)(nil),                            // 50: pulsarsim.wire.CommandConsumerStats
-	(*CommandConsumerStatsResponse)(nil),                    // 51: pulsarsim.wire.CommandConsumerStatsResponse
-	(*CommandGetLastMessageId)(nil),                         // 52: pulsarsim.wire.CommandGetLastMessageId
-	(*CommandGetLastMessageIdResponse)(nil),                 // 53: pulsarsim.wire.CommandGetLastMessageIdResponse
-	(*CommandSuccess)(nil),                                  // 54: pulsarsim.wire.CommandSuccess
-	(*CommandError)(nil),                                    // 55: pulsarsim.wire.CommandError
-	(*CommandGetSchema)(nil),                                // 56: pulsarsim.wire.CommandGetSchema
-	(*CommandGetSchemaResponse)(nil),                        // 57: pulsarsim.wire.CommandGetSchemaResponse
-	(*CommandGetOrCreateSchema)(nil),                        // 58: pulsarsim.wire.CommandGetOrCreateSchema
-	(*CommandGetOrCreateSchemaResponse)(nil),                // 59: pulsarsim.wire.CommandGetOrCreateSchemaResponse
-	(*TxnRequest)(nil),                                      // 60: pulsarsim.wire.TxnRequest
-	(*BaseCommand)(nil),                                     // 61: pulsarsim.wire.BaseCommand
+	(*AuthData)(nil),                                        // 23: pulsarsim.wire.AuthData
+	(*CommandAuthChallenge)(nil),                            // 24: pulsarsim.wire.CommandAuthChallenge
+	(*CommandAuthResponse)(nil),                             // 25: pulsarsim.wire.CommandAuthResponse
+	(*CommandConnected)(nil),                                // 26: pulsarsim.wire.CommandConnected
+	(*CommandPing)(nil),                                     // 27: pulsarsim.wire.CommandPing
+	(*CommandPong)(nil),                                     // 28: pulsarsim.wire.CommandPong
+	(*CommandPartitionedTopicMetadata)(nil),                 // 29: pulsarsim.wire.CommandPartitionedTopicMetadata
+	(*CommandPartitionedTopicMetadataResponse)(nil),         // 30: pulsarsim.wire.CommandPartitionedTopicMetadataResponse
+	(*CommandLookupTopic)(nil),                              // 31: pulsarsim.wire.CommandLookupTopic
+	(*CommandLookupTopicResponse)(nil),                      // 32: pulsarsim.wire.CommandLookupTopicResponse
+	(*CommandGetTopicsOfNamespace)(nil),                     // 33: pulsarsim.wire.CommandGetTopicsOfNamespace
+	(*CommandGetTopicsOfNamespaceResponse)(nil),             // 34: pulsarsim.wire.CommandGetTopicsOfNamespaceResponse
+	(*CommandProducer)(nil),                                 // 35: pulsarsim.wire.CommandProducer
+	(*CommandProducerSuccess)(nil),                          // 36: pulsarsim.wire.CommandProducerSuccess
+	(*CommandSend)(nil),                                     // 37: pulsarsim.wire.CommandSend
+	(*CommandSendReceipt)(nil),                              // 38: pulsarsim.wire.CommandSendReceipt
+	(*CommandSendError)(nil),                                // 39: pulsarsim.wire.CommandSendError
+	(*CommandCloseProducer)(nil),                            // 40: pulsarsim.wire.CommandCloseProducer
+	(*KeySharedMeta)(nil),                                   // 41: pulsarsim.wire.KeySharedMeta
+	(*CommandSubscribe)(nil),                                // 42: pulsarsim.wire.CommandSubscribe
+	(*CommandFlow)(nil),                                     // 43: pulsarsim.wire.CommandFlow
+	(*CommandMessage)(nil),                                  // 44: pulsarsim.wire.CommandMessage
+	(*CommandAck)(nil),                                      // 45: pulsarsim.wire.CommandAck
+	(*CommandAckResponse)(nil),                              // 46: pulsarsim.wire.CommandAckResponse
+	(*CommandRedeliverUnacknowledgedMessages)(nil),          // 47: pulsarsim.wire.CommandRedeliverUnacknowledgedMessages
+	(*CommandActiveConsumerChange)(nil),                     // 48: pulsarsim.wire.CommandActiveConsumerChange
+	(*CommandUnsubscribe)(nil),                              // 49: pulsarsim.wire.CommandUnsubscribe
+	(*CommandSeek)(nil),                                     // 50: pulsarsim.wire.CommandSeek
+	(*CommandReachedEndOfTopic)(nil),                        // 51: pulsarsim.wire.CommandReachedEndOfTopic
+	(*CommandCloseConsumer)(nil),                            // 52: pulsarsim.wire.CommandCloseConsumer
+	(*CommandConsumerStats)(nil),                            // 53: pulsarsim.wire.CommandConsumerStats
+	(*CommandConsumerStatsResponse)(nil),                    // 54: pulsarsim.wire.CommandConsumerStatsResponse
+	(*CommandGetLastMessageId)(nil),                         // 55: pulsarsim.wire.CommandGetLastMessageId
+	(*CommandGetLastMessageIdResponse)(nil),                 // 56: pulsarsim.wire.CommandGetLastMessageIdResponse
+	(*CommandSuccess)(nil),                                  // 57: pulsarsim.wire.CommandSuccess
+	(*CommandError)(nil),                                    // 58: pulsarsim.wire.CommandError
+	(*CommandGetSchema)(nil),                                // 59: pulsarsim.wire.CommandGetSchema
+	(*CommandGetSchemaResponse)(nil),                        // 60: pulsarsim.wire.CommandGetSchemaResponse
+	(*CommandGetOrCreateSchema)(nil),                        // 61: pulsarsim.wire.CommandGetOrCreateSchema
+	(*CommandGetOrCreateSchemaResponse)(nil),                // 62: pulsarsim.wire.CommandGetOrCreateSchemaResponse
+	(*TxnRequest)(nil),                                      // 63: pulsarsim.wire.TxnRequest
+	(*BaseCommand)(nil),                                     // 64: pulsarsim.wire.BaseCommand
 }
 var file_pulsar_proto_depIdxs = []int32{
 	17, // 0: pulsarsim.wire.MessageIdData.first_chunk_message_id:type_name -> pulsarsim.wire.MessageIdData
@@ -6138,95 +6356,99 @@ var file_pulsar_proto_depIdxs = []int32{
 	14, // 5: pulsarsim.wire.SingleMessageMetadata.properties:type_name -> pulsarsim.wire.KeyValue
 	3,  // 6: pulsarsim.wire.CommandConnect.auth_method:type_name -> pulsarsim.wire.AuthMethod
 	21, // 7: pulsarsim.wire.CommandConnect.feature_flags:type_name -> pulsarsim.wire.FeatureFlags
-	21, // 8: pulsarsim.wire.CommandConnected.feature_flags:type_name -> pulsarsim.wire.FeatureFlags
-	6,  // 9: pulsarsim.wire.CommandPartitionedTopicMetadataResponse.response:type_name -> pulsarsim.wire.CommandPartitionedTopicMetadataResponse.LookupType
-	2,  // 10: pulsarsim.wire.CommandPartitionedTopicMetadataResponse.error:type_name -> pulsarsim.wire.ServerError
-	14, // 11: pulsarsim.wire.CommandLookupTopic.properties:type_name -> pulsarsim.wire.KeyValue
-	7,  // 12: pulsarsim.wire.CommandLookupTopicResponse.response:type_name -> pulsarsim.wire.CommandLookupTopicResponse.LookupType
-	2,  // 13: pulsarsim.wire.CommandLookupTopicResponse.error:type_name -> pulsarsim.wire.ServerError
-	8,  // 14: pulsarsim.wire.CommandGetTopicsOfNamespace.mode:type_name -> pulsarsim.wire.CommandGetTopicsOfNamespace.Mode
-	14, // 15: pulsarsim.wire.CommandProducer.metadata:type_name -> pulsarsim.wire.KeyValue
-	18, // 16: pulsarsim.wire.CommandProducer.schema:type_name -> pulsarsim.wire.Schema
-	1,  // 17: pulsarsim.wire.CommandProducer.producer_access_mode:type_name -> pulsarsim.wire.ProducerAccessMode
-	17, // 18: pulsarsim.wire.CommandSend.message_id:type_name -> pulsarsim.wire.MessageIdData
-	17, // 19: pulsarsim.wire.CommandSendReceipt.message_id:type_name -> pulsarsim.wire.MessageIdData
-	2,  // 20: pulsarsim.wire.CommandSendError.error:type_name -> pulsarsim.wire.ServerError
-	4,  // 21: pulsarsim.wire.KeySharedMeta.keySharedMode:type_name -> pulsarsim.wire.KeySharedMode
-	16, // 22: pulsarsim.wire.KeySharedMeta.hashRanges:type_name -> pulsarsim.wire.IntRange
-	9,  // 23: pulsarsim.wire.CommandSubscribe.subType:type_name -> pulsarsim.wire.CommandSubscribe.SubType
-	17, // 24: pulsarsim.wire.CommandSubscribe.start_message_id:type_name -> pulsarsim.wire.MessageIdData
-	14, // 25: pulsarsim.wire.CommandSubscribe.metadata:type_name -> pulsarsim.wire.KeyValue
-	18, // 26: pulsarsim.wire.CommandSubscribe.schema:type_name -> pulsarsim.wire.Schema
-	10, // 27: pulsarsim.wire.CommandSubscribe.initialPosition:type_name -> pulsarsim.wire.CommandSubscribe.InitialPosition
-	38, // 28: pulsarsim.wire.CommandSubscribe.keySharedMeta:type_name -> pulsarsim.wire.KeySharedMeta
-	14, // 29: pulsarsim.wire.CommandSubscribe.subscription_properties:type_name -> pulsarsim.wire.KeyValue
-	17, // 30: pulsarsim.wire.CommandMessage.message_id:type_name -> pulsarsim.wire.MessageIdData
-	11, // 31: pulsarsim.wire.CommandAck.ack_type:type_name -> pulsarsim.wire.CommandAck.AckType
-	17, // 32: pulsarsim.wire.CommandAck.message_id:type_name -> pulsarsim.wire.MessageIdData
-	12, // 33: pulsarsim.wire.CommandAck.validation_error:type_name -> pulsarsim.wire.CommandAck.ValidationError
-	15, // 34: pulsarsim.wire.CommandAck.properties:type_name -> pulsarsim.wire.KeyLongValue
-	2,  // 35: pulsarsim.wire.CommandAckResponse.error:type_name -> pulsarsim.wire.ServerError
-	17, // 36: pulsarsim.wire.CommandRedeliverUnacknowledgedMessages.message_ids:type_name -> pulsarsim.wire.MessageIdData
-	17, // 37: pulsarsim.wire.CommandSeek.message_id:type_name -> pulsarsim.wire.MessageIdData
-	2,  // 38: pulsarsim.wire.CommandConsumerStatsResponse.error_code:type_name -> pulsarsim.wire.ServerError
-	17, // 39: pulsarsim.wire.CommandGetLastMessageIdResponse.last_message_id:type_name -> pulsarsim.wire.MessageIdData
-	17, // 40: pulsarsim.wire.CommandGetLastMessageIdResponse.consumer_mark_delete_position:type_name -> pulsarsim.wire.MessageIdData
-	18, // 41: pulsarsim.wire.CommandSuccess.schema:type_name -> pulsarsim.wire.Schema
-	2,  // 42: pulsarsim.wire.CommandError.error:type_name -> pulsarsim.wire.ServerError
-	2,  // 43: pulsarsim.wire.CommandGetSchemaResponse.error_code:type_name -> pulsarsim.wire.ServerError
-	18, // 44: pulsarsim.wire.CommandGetSchemaResponse.schema:type_name -> pulsarsim.wire.Schema
-	18, // 45: pulsarsim.wire.CommandGetOrCreateSchema.schema:type_name -> pulsarsim.wire.Schema
-	2,  // 46: pulsarsim.wire.CommandGetOrCreateSchemaResponse.error_code:type_name -> pulsarsim.wire.ServerError
-	13, // 47: pulsarsim.wire.BaseCommand.type:type_name -> pulsarsim.wire.BaseCommand.Type
-	22, // 48: pulsarsim.wire.BaseCommand.connect:type_name -> pulsarsim.wire.CommandConnect
-	23, // 49: pulsarsim.wire.BaseCommand.connected:type_name -> pulsarsim.wire.CommandConnected
-	39, // 50: pulsarsim.wire.BaseCommand.subscribe:type_name -> pulsarsim.wire.CommandSubscribe
-	32, // 51: pulsarsim.wire.BaseCommand.producer:type_name -> pulsarsim.wire.CommandProducer
-	34, // 52: pulsarsim.wire.BaseCommand.send:type_name -> pulsarsim.wire.CommandSend
-	35, // 53: pulsarsim.wire.BaseCommand.send_receipt:type_name -> pulsarsim.wire.CommandSendReceipt
-	36, // 54: pulsarsim.wire.BaseCommand.send_error:type_name -> pulsarsim.wire.CommandSendError
-	41, // 55: pulsarsim.wire.BaseCommand.message:type_name -> pulsarsim.wire.CommandMessage
-	42, // 56: pulsarsim.wire.BaseCommand.ack:type_name -> pulsarsim.wire.CommandAck
-	40, // 57: pulsarsim.wire.BaseCommand.flow:type_name -> pulsarsim.wire.CommandFlow
-	46, // 58: pulsarsim.wire.BaseCommand.unsubscribe:type_name -> pulsarsim.wire.CommandUnsubscribe
-	54, // 59: pulsarsim.wire.BaseCommand.success:type_name -> pulsarsim.wire.CommandSuccess
-	55, // 60: pulsarsim.wire.BaseCommand.error:type_name -> pulsarsim.wire.CommandError
-	37, // 61: pulsarsim.wire.BaseCommand.close_producer:type_name -> pulsarsim.wire.CommandCloseProducer
-	49, // 62: pulsarsim.wire.BaseCommand.close_consumer:type_name -> pulsarsim.wire.CommandCloseConsumer
-	33, // 63: pulsarsim.wire.BaseCommand.producer_success:type_name -> pulsarsim.wire.CommandProducerSuccess
-	24, // 64: pulsarsim.wire.BaseCommand.ping:type_name -> pulsarsim.wire.CommandPing
-	25, // 65: pulsarsim.wire.BaseCommand.pong:type_name -> pulsarsim.wire.CommandPong
-	44, // 66: pulsarsim.wire.BaseCommand.redeliverUnacknowledgedMessages:type_name -> pulsarsim.wire.CommandRedeliverUnacknowledgedMessages
-	26, // 67: pulsarsim.wire.BaseCommand.partitionMetadata:type_name -> pulsarsim.wire.CommandPartitionedTopicMetadata
-	27, // 68: pulsarsim.wire.BaseCommand.partitionMetadataResponse:type_name -> pulsarsim.wire.CommandPartitionedTopicMetadataResponse
-	28, // 69: pulsarsim.wire.BaseCommand.lookupTopic:type_name -> pulsarsim.wire.CommandLookupTopic
-	29, // 70: pulsarsim.wire.BaseCommand.lookupTopicResponse:type_name -> pulsarsim.wire.CommandLookupTopicResponse
-	50, // 71: pulsarsim.wire.BaseCommand.consumerStats:type_name -> pulsarsim.wire.CommandConsumerStats
-	51, // 72: pulsarsim.wire.BaseCommand.consumerStatsResponse:type_name -> pulsarsim.wire.CommandConsumerStatsResponse
-	48, // 73: pulsarsim.wire.BaseCommand.reachedEndOfTopic:type_name -> pulsarsim.wire.CommandReachedEndOfTopic
-	47, // 74: pulsarsim.wire.BaseCommand.seek:type_name -> pulsarsim.wire.CommandSeek
-	52, // 75: pulsarsim.wire.BaseCommand.getLastMessageId:type_name -> pulsarsim.wire.CommandGetLastMessageId
-	53, // 76: pulsarsim.wire.BaseCommand.getLastMessageIdResponse:type_name -> pulsarsim.wire.CommandGetLastMessageIdResponse
-	45, // 77: pulsarsim.wire.BaseCommand.active_consumer_change:type_name -> pulsarsim.wire.CommandActiveConsumerChange
-	30, // 78: pulsarsim.wire.BaseCommand.getTopicsOfNamespace:type_name -> pulsarsim.wire.CommandGetTopicsOfNamespace
-	31, // 79: pulsarsim.wire.BaseCommand.getTopicsOfNamespaceResponse:type_name -> pulsarsim.wire.CommandGetTopicsOfNamespaceResponse
-	56, // 80: pulsarsim.wire.BaseCommand.getSchema:type_name -> pulsarsim.wire.CommandGetSchema
-	57, // 81: pulsarsim.wire.BaseCommand.getSchemaResponse:type_name -> pulsarsim.wire.CommandGetSchemaResponse
-	43, // 82: pulsarsim.wire.BaseCommand.ackResponse:type_name -> pulsarsim.wire.CommandAckResponse
-	58, // 83: pulsarsim.wire.BaseCommand.getOrCreateSchema:type_name -> pulsarsim.wire.CommandGetOrCreateSchema
-	59, // 84: pulsarsim.wire.BaseCommand.getOrCreateSchemaResponse:type_name -> pulsarsim.wire.CommandGetOrCreateSchemaResponse
-	60, // 85: pulsarsim.wire.BaseCommand.newTxn:type_name -> pulsarsim.wire.TxnRequest
-	60, // 86: pulsarsim.wire.BaseCommand.addPartitionToTxn:type_name -> pulsarsim.wire.TxnRequest
-	60, // 87: pulsarsim.wire.BaseCommand.addSubscriptionToTxn:type_name -> pulsarsim.wire.TxnRequest
-	60, // 88: pulsarsim.wire.BaseCommand.endTxn:type_name -> pulsarsim.wire.TxnRequest
-	60, // 89: pulsarsim.wire.BaseCommand.endTxnOnPartition:type_name -> pulsarsim.wire.TxnRequest
-	60, // 90: pulsarsim.wire.BaseCommand.endTxnOnSubscription:type_name -> pulsarsim.wire.TxnRequest
-	60, // 91: pulsarsim.wire.BaseCommand.tcClientConnectRequest:type_name -> pulsarsim.wire.TxnRequest
-	92, // [92:92] is the sub-list for method output_type
-	92, // [92:92] is the sub-list for method input_type
-	92, // [92:92] is the sub-list for extension type_name
-	92, // [92:92] is the sub-list for extension extendee
-	0,  // [0:92] is the sub-list for field type_name
+	23, // 8: pulsarsim.wire.CommandAuthChallenge.challenge:type_name -> pulsarsim.wire.AuthData
+	23, // 9: pulsarsim.wire.CommandAuthResponse.response:type_name -> pulsarsim.wire.AuthData
+	21, // 10: pulsarsim.wire.CommandConnected.feature_flags:type_name -> pulsarsim.wire.FeatureFlags
+	6,  // 11: pulsarsim.wire.CommandPartitionedTopicMetadataResponse.response:type_name -> pulsarsim.wire.CommandPartitionedTopicMetadataResponse.LookupType
+	2,  // 12: pulsarsim.wire.CommandPartitionedTopicMetadataResponse.error:type_name -> pulsarsim.wire.ServerError
+	14, // 13: pulsarsim.wire.CommandLookupTopic.properties:type_name -> pulsarsim.wire.KeyValue
+	7,  // 14: pulsarsim.wire.CommandLookupTopicResponse.response:type_name -> pulsarsim.wire.CommandLookupTopicResponse.LookupType
+	2,  // 15: pulsarsim.wire.CommandLookupTopicResponse.error:type_name -> pulsarsim.wire.ServerError
+	8,  // 16: pulsarsim.wire.CommandGetTopicsOfNamespace.mode:type_name -> pulsarsim.wire.CommandGetTopicsOfNamespace.Mode
+	14, // 17: pulsarsim.wire.CommandProducer.metadata:type_name -> pulsarsim.wire.KeyValue
+	18, // 18: pulsarsim.wire.CommandProducer.schema:type_name -> pulsarsim.wire.Schema
+	1,  // 19: pulsarsim.wire.CommandProducer.producer_access_mode:type_name -> pulsarsim.wire.ProducerAccessMode
+	17, // 20: pulsarsim.wire.CommandSend.message_id:type_name -> pulsarsim.wire.MessageIdData
+	17, // 21: pulsarsim.wire.CommandSendReceipt.message_id:type_name -> pulsarsim.wire.MessageIdData
+	2,  // 22: pulsarsim.wire.CommandSendError.error:type_name -> pulsarsim.wire.ServerError
+	4,  // 23: pulsarsim.wire.KeySharedMeta.keySharedMode:type_name -> pulsarsim.wire.KeySharedMode
+	16, // 24: pulsarsim.wire.KeySharedMeta.hashRanges:type_name -> pulsarsim.wire.IntRange
+	9,  // 25: pulsarsim.wire.CommandSubscribe.subType:type_name -> pulsarsim.wire.CommandSubscribe.SubType
+	17, // 26: pulsarsim.wire.CommandSubscribe.start_message_id:type_name -> pulsarsim.wire.MessageIdData
+	14, // 27: pulsarsim.wire.CommandSubscribe.metadata:type_name -> pulsarsim.wire.KeyValue
+	18, // 28: pulsarsim.wire.CommandSubscribe.schema:type_name -> pulsarsim.wire.Schema
+	10, // 29: pulsarsim.wire.CommandSubscribe.initialPosition:type_name -> pulsarsim.wire.CommandSubscribe.InitialPosition
+	41, // 30: pulsarsim.wire.CommandSubscribe.keySharedMeta:type_name -> pulsarsim.wire.KeySharedMeta
+	14, // 31: pulsarsim.wire.CommandSubscribe.subscription_properties:type_name -> pulsarsim.wire.KeyValue
+	17, // 32: pulsarsim.wire.CommandMessage.message_id:type_name -> pulsarsim.wire.MessageIdData
+	11, // 33: pulsarsim.wire.CommandAck.ack_type:type_name -> pulsarsim.wire.CommandAck.AckType
+	17, // 34: pulsarsim.wire.CommandAck.message_id:type_name -> pulsarsim.wire.MessageIdData
+	12, // 35: pulsarsim.wire.CommandAck.validation_error:type_name -> pulsarsim.wire.CommandAck.ValidationError
+	15, // 36: pulsarsim.wire.CommandAck.properties:type_name -> pulsarsim.wire.KeyLongValue
+	2,  // 37: pulsarsim.wire.CommandAckResponse.error:type_name -> pulsarsim.wire.ServerError
+	17, // 38: pulsarsim.wire.CommandRedeliverUnacknowledgedMessages.message_ids:type_name -> pulsarsim.wire.MessageIdData
+	17, // 39: pulsarsim.wire.CommandSeek.message_id:type_name -> pulsarsim.wire.MessageIdData
+	2,  // 40: pulsarsim.wire.CommandConsumerStatsResponse.error_code:type_name -> pulsarsim.wire.ServerError
+	17, // 41: pulsarsim.wire.CommandGetLastMessageIdResponse.last_message_id:type_name -> pulsarsim.wire.MessageIdData
+	17, // 42: pulsarsim.wire.CommandGetLastMessageIdResponse.consumer_mark_delete_position:type_name -> pulsarsim.wire.MessageIdData
+	18, // 43: pulsarsim.wire.CommandSuccess.schema:type_name -> pulsarsim.wire.Schema
+	2,  // 44: pulsarsim.wire.CommandError.error:type_name -> pulsarsim.wire.ServerError
+	2,  // 45: pulsarsim.wire.CommandGetSchemaResponse.error_code:type_name -> pulsarsim.wire.ServerError
+	18, // 46: pulsarsim.wire.CommandGetSchemaResponse.schema:type_name -> pulsarsim.wire.Schema
+	18, // 47: pulsarsim.wire.CommandGetOrCreateSchema.schema:type_name -> pulsarsim.wire.Schema
+	2,  // 48: pulsarsim.wire.CommandGetOrCreateSchemaResponse.error_code:type_name -> pulsarsim.wire.ServerError
+	13, // 49: pulsarsim.wire.BaseCommand.type:type_name -> pulsarsim.wire.BaseCommand.Type
+	22, // 50: pulsarsim.wire.BaseCommand.connect:type_name -> pulsarsim.wire.CommandConnect
+	26, // 51: pulsarsim.wire.BaseCommand.connected:type_name -> pulsarsim.wire.CommandConnected
+	42, // 52: pulsarsim.wire.BaseCommand.subscribe:type_name -> pulsarsim.wire.CommandSubscribe
+	35, // 53: pulsarsim.wire.BaseCommand.producer:type_name -> pulsarsim.wire.CommandProducer
+	37, // 54: pulsarsim.wire.BaseCommand.send:type_name -> pulsarsim.wire.CommandSend
+	38, // 55: pulsarsim.wire.BaseCommand.send_receipt:type_name -> pulsarsim.wire.CommandSendReceipt
+	39, // 56: pulsarsim.wire.BaseCommand.send_error:type_name -> pulsarsim.wire.CommandSendError
+	44, // 57: pulsarsim.wire.BaseCommand.message:type_name -> pulsarsim.wire.CommandMessage
+	45, // 58: pulsarsim.wire.BaseCommand.ack:type_name -> pulsarsim.wire.CommandAck
+	43, // 59: pulsarsim.wire.BaseCommand.flow:type_name -> pulsarsim.wire.CommandFlow
+	49, // 60: pulsarsim.wire.BaseCommand.unsubscribe:type_name -> pulsarsim.wire.CommandUnsubscribe
+	57, // 61: pulsarsim.wire.BaseCommand.success:type_name -> pulsarsim.wire.CommandSuccess
+	58, // 62: pulsarsim.wire.BaseCommand.error:type_name -> pulsarsim.wire.CommandError
+	40, // 63: pulsarsim.wire.BaseCommand.close_producer:type_name -> pulsarsim.wire.CommandCloseProducer
+	52, // 64: pulsarsim.wire.BaseCommand.close_consumer:type_name -> pulsarsim.wire.CommandCloseConsumer
+	36, // 65: pulsarsim.wire.BaseCommand.producer_success:type_name -> pulsarsim.wire.CommandProducerSuccess
+	27, // 66: pulsarsim.wire.BaseCommand.ping:type_name -> pulsarsim.wire.CommandPing
+	28, // 67: pulsarsim.wire.BaseCommand.pong:type_name -> pulsarsim.wire.CommandPong
+	47, // 68: pulsarsim.wire.BaseCommand.redeliverUnacknowledgedMessages:type_name -> pulsarsim.wire.CommandRedeliverUnacknowledgedMessages
+	29, // 69: pulsarsim.wire.BaseCommand.partitionMetadata:type_name -> pulsarsim.wire.CommandPartitionedTopicMetadata
+	30, // 70: pulsarsim.wire.BaseCommand.partitionMetadataResponse:type_name -> pulsarsim.wire.CommandPartitionedTopicMetadataResponse
+	31, // 71: pulsarsim.wire.BaseCommand.lookupTopic:type_name -> pulsarsim.wire.CommandLookupTopic
+	32, // 72: pulsarsim.wire.BaseCommand.lookupTopicResponse:type_name -> pulsarsim.wire.CommandLookupTopicResponse
+	53, // 73: pulsarsim.wire.BaseCommand.consumerStats:type_name -> pulsarsim.wire.CommandConsumerStats
+	54, // 74: pulsarsim.wire.BaseCommand.consumerStatsResponse:type_name -> pulsarsim.wire.CommandConsumerStatsResponse
+	51, // 75: pulsarsim.wire.BaseCommand.reachedEndOfTopic:type_name -> pulsarsim.wire.CommandReachedEndOfTopic
+	50, // 76: pulsarsim.wire.BaseCommand.seek:type_name -> pulsarsim.wire.CommandSeek
+	55, // 77: pulsarsim.wire.BaseCommand.getLastMessageId:type_name -> pulsarsim.wire.CommandGetLastMessageId
+	56, // 78: pulsarsim.wire.BaseCommand.getLastMessageIdResponse:type_name -> pulsarsim.wire.CommandGetLastMessageIdResponse
+	48, // 79: pulsarsim.wire.BaseCommand.active_consumer_change:type_name -> pulsarsim.wire.CommandActiveConsumerChange
+	33, // 80: pulsarsim.wire.BaseCommand.getTopicsOfNamespace:type_name -> pulsarsim.wire.CommandGetTopicsOfNamespace
+	34, // 81: pulsarsim.wire.BaseCommand.getTopicsOfNamespaceResponse:type_name -> pulsarsim.wire.CommandGetTopicsOfNamespaceResponse
+	59, // 82: pulsarsim.wire.BaseCommand.getSchema:type_name -> pulsarsim.wire.CommandGetSchema
+	60, // 83: pulsarsim.wire.BaseCommand.getSchemaResponse:type_name -> pulsarsim.wire.CommandGetSchemaResponse
+	24, // 84: pulsarsim.wire.BaseCommand.authChallenge:type_name -> pulsarsim.wire.CommandAuthChallenge
+	25, // 85: pulsarsim.wire.BaseCommand.authResponse:type_name -> pulsarsim.wire.CommandAuthResponse
+	46, // 86: pulsarsim.wire.BaseCommand.ackResponse:type_name -> pulsarsim.wire.CommandAckResponse
+	61, // 87: pulsarsim.wire.BaseCommand.getOrCreateSchema:type_name -> pulsarsim.wire.CommandGetOrCreateSchema
+	62, // 88: pulsarsim.wire.BaseCommand.getOrCreateSchemaResponse:type_name -> pulsarsim.wire.CommandGetOrCreateSchemaResponse
+	63, // 89: pulsarsim.wire.BaseCommand.newTxn:type_name -> pulsarsim.wire.TxnRequest
+	63, // 90: pulsarsim.wire.BaseCommand.addPartitionToTxn:type_name -> pulsarsim.wire.TxnRequest
+	63, // 91: pulsarsim.wire.BaseCommand.addSubscriptionToTxn:type_name -> pulsarsim.wire.TxnRequest
+	63, // 92: pulsarsim.wire.BaseCommand.endTxn:type_name -> pulsarsim.wire.TxnRequest
+	63, // 93: pulsarsim.wire.BaseCommand.endTxnOnPartition:type_name -> pulsarsim.wire.TxnRequest
+	63, // 94: pulsarsim.wire.BaseCommand.endTxnOnSubscription:type_name -> pulsarsim.wire.TxnRequest
+	63, // 95: pulsarsim.wire.BaseCommand.tcClientConnectRequest:type_name -> pulsarsim.wire.TxnRequest
+	96, // [96:96] is the sub-list for method output_type
+	96, // [96:96] is the sub-list for method input_type
+	96, // [96:96] is the sub-list for extension type_name
+	96, // [96:96] is the sub-list for extension extendee
+	0,  // [0:96] is the sub-list for field type_name
 }
 
 func init() { file_pulsar_proto_init() }
@@ -6240,7 +6462,7 @@ func file_pulsar_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pulsar_proto_rawDesc), len(file_pulsar_proto_rawDesc)),
 			NumEnums:      14,
-			NumMessages:   48,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
