@@ -236,8 +236,8 @@ func (c *conn) handle(f protocol.Frame) bool {
 		c.log.Info("closing connection: command without its body", "type", t.String())
 		return false
 	}
-	if c.injectFault(cmd) {
-		return true
+	if handled, keep := c.applyFaults(f); handled {
+		return keep
 	}
 	switch t {
 	case pb.BaseCommand_CONNECT:

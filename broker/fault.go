@@ -1,105 +1,115 @@
 package broker
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
-	"github.com/pulsarsim/pulsarsim/protocol"
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
 )
 
-// findConsumer returns the consumer with this name on a subscription, or nil.
-func (b *Broker) findConsumer(topic, sub, name string) *Consumer {
-	t := b.topicByName(topic)
-	if t == nil {
-		return nil
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := t.subs[sub]
-	if s == nil {
-		return nil
-	}
-	for _, c := range s.consumers {
-		if c.Name == name {
-			return c
-		}
-	}
-	return nil
+// Fault says which client commands to interfere with, and how. A command
+// matches when it is of kind Command and concerns the given topic,
+// subscription, consumer and producer (each empty field matches anything).
+// What happens to a matching command is the fault's action: Delay, Drop or
+// Observe when set, else an error reply with code Error.
+//
+// Several faults may match one command. Every matching Observe and Delay
+// fault fires (the delays add up), then the first matching fault with
+// another action, in the order they were added; the others do not fire.
+type Fault struct {
+	// Command is the command kind, by its protocol name: "SUBSCRIBE",
+	// "PRODUCER", "SEND", "ACK", "FLOW", "REDELIVER_UNACKNOWLEDGED_MESSAGES",
+	// "LOOKUP", "PARTITIONED_METADATA", "GET_SCHEMA", "SEEK"…
+	Command string
+	// Topic narrows the fault to commands about this topic, by short or full
+	// name. The name of a partitioned topic also matches its partitions.
+	// SUBSCRIBE, PRODUCER, LOOKUP, PARTITIONED_METADATA and the schema
+	// commands name their topic; the commands of a consumer or producer
+	// (ACK, FLOW, SEND…) concern the topic it is attached to. A command that
+	// concerns no topic (PING, GET_TOPICS_OF_NAMESPACE…) does not match.
+	Topic string
+	// Subscription narrows the fault to a subscription: SUBSCRIBE names it,
+	// a consumer's commands concern its subscription.
+	Subscription string
+	// Consumer narrows the fault to a consumer name: SUBSCRIBE carries it, a
+	// consumer's commands (by consumer id) concern it.
+	Consumer string
+	// Producer narrows the fault to a producer name: PRODUCER carries it
+	// (when the client chose one), SEND and CLOSE_PRODUCER concern it.
+	Producer string
+	// Count is how many commands the fault acts on before it retires; 0
+	// means until it is removed.
+	Count int
+
+	// Error is the Pulsar error code a failing command is answered with,
+	// the way Pulsar answers that command: SEND_ERROR for SEND; the error
+	// inside the response for LOOKUP, PARTITIONED_METADATA, GET_SCHEMA,
+	// GET_OR_CREATE_SCHEMA and CONSUMER_STATS; ACK_RESPONSE for an ACK with
+	// a request id; ERROR for any other command with a request id. A
+	// command without an answer (FLOW, an ACK without request id…) is
+	// dropped instead. The zero value is UnknownError.
+	Error ServerError
+	// Message is the error message; empty means one naming the injection.
+	Message string
+	// Delay, when set, makes the broker handle the command that much later.
+	// The connection's later commands wait behind it, as behind a slow
+	// broker.
+	Delay time.Duration
+	// Drop, when set, closes the connection instead of handling the
+	// command, as a broker crash or a network cut would.
+	Drop bool
+	// Observe, when set, only counts the command, which is then handled as
+	// usual: a test can wait for a command to arrive (FaultHandle.Wait).
+	Observe bool
 }
 
-// DropConsumerConnection closes the TCP connection that carries the named
-// consumer, as a crash of that client would. Everything else on the
-// connection goes too. It reports whether such a consumer was found.
-func (b *Broker) DropConsumerConnection(topic, sub, consumer string) bool {
-	c := b.findConsumer(topic, sub, consumer)
-	if c == nil {
-		return false
-	}
-	c.conn.close()
-	return true
+// action is what a fault does to a command it matches.
+type action int
+
+const (
+	actFail action = iota
+	actDelay
+	actDrop
+	actObserve
+)
+
+// passes reports whether the action lets the command go on to the next fault
+// and its handler.
+func (a action) passes() bool { return a == actDelay || a == actObserve }
+
+// FaultHandle is a fault added to a broker. It counts the commands the fault
+// acted on and removes it.
+type FaultHandle struct {
+	b     *Broker
+	spec  Fault
+	kind  pb.BaseCommand_Type
+	act   action
+	topic string // canonical, "" for any
+
+	mu      sync.Mutex
+	fired   int
+	done    bool          // removed, or retired after Count firings
+	changed chan struct{} // closed and replaced whenever fired or done changes
 }
 
-// CloseConsumer closes the named consumer from the broker side: the client
-// gets CLOSE_CONSUMER and subscribes again, as after a topic unload. It
-// reports whether such a consumer was found.
-func (b *Broker) CloseConsumer(topic, sub, consumer string) bool {
-	c := b.findConsumer(topic, sub, consumer)
-	if c == nil {
-		return false
-	}
-	t := c.sub.topic
-	t.mu.Lock()
-	closed := c.sub.closeConsumersLocked(nil, c)
-	t.mu.Unlock()
-	for _, o := range closed {
-		o.conn.forget(o)
-	}
-	return len(closed) > 0
-}
-
-// CloseProducer closes the named producer of a topic from the broker side:
-// the client gets CLOSE_PRODUCER and reconnects. It reports whether such a
-// producer was found.
-func (b *Broker) CloseProducer(topic, producer string) bool {
-	t := b.topicByName(topic)
-	if t == nil {
-		return false
-	}
-	t.mu.Lock()
-	var p *Producer
-	for q := range t.producers {
-		if q.Name == producer {
-			p = q
-		}
-	}
-	if p != nil {
-		t.closeProducerLocked(p)
-	}
-	t.mu.Unlock()
-	if p == nil {
-		return false
-	}
-	p.conn.forgetProducer(p)
-	return true
-}
-
-// faults holds the injected failures and delays, by command type.
+// faults is a broker's fault registry: the faults in force by command kind,
+// in the order they were added.
 type faults struct {
-	mu    sync.Mutex
-	any   atomic.Bool
-	rules map[pb.BaseCommand_Type]*faultRule
+	mu     sync.Mutex
+	any    atomic.Bool
+	byKind map[pb.BaseCommand_Type][]*FaultHandle
+	// legacy holds the faults FailNext and DelayReplies keep, one of each
+	// per command kind, so that a new call replaces the last one.
+	legacy map[legacyKey]*FaultHandle
 }
 
-type faultRule struct {
-	failLeft int
-	code     pb.ServerError
-	message  string
-	delay    time.Duration
+type legacyKey struct {
+	kind  pb.BaseCommand_Type
+	delay bool
 }
 
 // commandType resolves a command name such as "SUBSCRIBE" or "LOOKUP".
@@ -111,137 +121,230 @@ func commandType(kind string) (pb.BaseCommand_Type, error) {
 	return pb.BaseCommand_Type(v), nil
 }
 
+// AddFault puts f in force from now on and returns its handle. It fails when
+// f names an unknown command or topic, has a negative Count or Delay, or
+// sets more than one action.
+func (b *Broker) AddFault(f Fault) (*FaultHandle, error) {
+	h, err := b.newFault(f)
+	if err != nil {
+		return nil, err
+	}
+	b.faults.add(h)
+	return h, nil
+}
+
+func (b *Broker) newFault(f Fault) (*FaultHandle, error) {
+	kind, err := commandType(f.Command)
+	if err != nil {
+		return nil, err
+	}
+	h := &FaultHandle{b: b, spec: f, kind: kind, changed: make(chan struct{})}
+	if f.Topic != "" {
+		tn, err := ParseTopicName(f.Topic)
+		if err != nil {
+			return nil, fmt.Errorf("fault on %s: %w", f.Command, err)
+		}
+		h.topic = tn.String()
+	}
+	if f.Count < 0 || f.Delay < 0 {
+		return nil, fmt.Errorf("fault on %s: negative count or delay", f.Command)
+	}
+	set := 0
+	for _, on := range []struct {
+		set bool
+		act action
+	}{{f.Delay > 0, actDelay}, {f.Drop, actDrop}, {f.Observe, actObserve}} {
+		if on.set {
+			set++
+			h.act = on.act
+		}
+	}
+	if set > 1 || (set == 1 && (f.Error != 0 || f.Message != "")) {
+		return nil, fmt.Errorf("fault on %s: give one action (an error, Delay, Drop or Observe)", f.Command)
+	}
+	if h.act == actFail && h.spec.Message == "" {
+		h.spec.Message = fmt.Sprintf("pulsarsim: injected %s for %s", f.Error, f.Command)
+	}
+	return h, nil
+}
+
+func (fs *faults) add(h *FaultHandle) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.byKind == nil {
+		fs.byKind = map[pb.BaseCommand_Type][]*FaultHandle{}
+	}
+	fs.byKind[h.kind] = append(fs.byKind[h.kind], h)
+	fs.any.Store(true)
+}
+
+// remove takes h out of force. It reports whether h was in force.
+func (fs *faults) remove(h *FaultHandle) bool {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	list := fs.byKind[h.kind]
+	for i, o := range list {
+		if o == h {
+			list = append(list[:i:i], list[i+1:]...)
+			if len(list) == 0 {
+				delete(fs.byKind, h.kind)
+			} else {
+				fs.byKind[h.kind] = list
+			}
+			fs.any.Store(len(fs.byKind) > 0)
+			return true
+		}
+	}
+	return false
+}
+
+// forKind returns the faults in force for a command kind, in order.
+func (fs *faults) forKind(kind pb.BaseCommand_Type) []*FaultHandle {
+	if !fs.any.Load() {
+		return nil
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.byKind[kind]
+}
+
+// Fired returns how many commands the fault has acted on.
+func (h *FaultHandle) Fired() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.fired
+}
+
+// Remove takes the fault out of force. It is safe to call more than once.
+func (h *FaultHandle) Remove() {
+	h.b.faults.remove(h)
+	h.mu.Lock()
+	h.finishLocked()
+	h.mu.Unlock()
+}
+
+// finishLocked marks the fault done and wakes its waiters.
+func (h *FaultHandle) finishLocked() {
+	if !h.done {
+		h.done = true
+		h.notifyLocked()
+	}
+}
+
+func (h *FaultHandle) notifyLocked() {
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+// ErrFaultDone is returned by FaultHandle.Wait when the fault was removed, or
+// retired after its Count, before it fired as often as waited for.
+var ErrFaultDone = errors.New("broker: fault removed or retired")
+
+// Wait blocks until the fault has fired n times. It returns ErrFaultDone when
+// the fault is removed or retires before that, ErrClosed when the broker
+// closes, and ctx's error when ctx ends.
+func (h *FaultHandle) Wait(ctx context.Context, n int) error {
+	for {
+		h.mu.Lock()
+		fired, done, changed := h.fired, h.done, h.changed
+		h.mu.Unlock()
+		switch {
+		case fired >= n:
+			return nil
+		case done:
+			return ErrFaultDone
+		}
+		select {
+		case <-changed:
+		case <-h.b.done:
+			return ErrClosed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// fire counts one firing, unless the fault is done. A fault whose Count is
+// reached retires: it is taken out of force.
+func (h *FaultHandle) fire() bool {
+	h.mu.Lock()
+	if h.done {
+		h.mu.Unlock()
+		return false
+	}
+	h.fired++
+	h.notifyLocked()
+	retired := h.spec.Count > 0 && h.fired >= h.spec.Count
+	if retired {
+		h.finishLocked()
+	}
+	h.mu.Unlock()
+	if retired {
+		h.b.faults.remove(h)
+	}
+	return true
+}
+
+// matches reports whether the fault applies to a command with this scope.
+func (h *FaultHandle) matches(s commandScope) bool {
+	f := h.spec
+	return (h.topic == "" || h.topic == s.topic || h.topic == s.base) &&
+		(f.Subscription == "" || f.Subscription == s.subscription) &&
+		(f.Consumer == "" || f.Consumer == s.consumer) &&
+		(f.Producer == "" || f.Producer == s.producer)
+}
+
 // FailNext makes the next n commands of a kind (by its protocol name:
 // "SUBSCRIBE", "PRODUCER", "SEND", "LOOKUP", "PARTITIONED_METADATA", "ACK"…)
 // fail with the given Pulsar error code, from any connection. Each failure is
 // answered the way Pulsar answers that command: ERROR for most requests,
 // SEND_ERROR for SEND, the error inside the response for LOOKUP,
 // PARTITIONED_METADATA, GET_SCHEMA and ACK with a request id. A command that
-// has no answer (FLOW, an ACK without request id…) is dropped instead.
-func (b *Broker) FailNext(kind string, n int, code pb.ServerError) error {
-	t, err := commandType(kind)
-	if err != nil {
-		return err
-	}
-	b.faults.update(t, func(r *faultRule) {
-		r.failLeft = n
-		r.code = code
-		r.message = fmt.Sprintf("pulsarsim: injected %s for %s", code, kind)
-	})
-	return nil
+// has no answer (FLOW, an ACK without request id…) is dropped instead. A
+// new call for the same kind replaces the last one; n <= 0 clears it. It is
+// AddFault with Count n and no scope.
+func (b *Broker) FailNext(kind string, n int, code ServerError) error {
+	return b.replaceLegacy(kind, false, n > 0, Fault{Command: kind, Count: n, Error: code})
 }
 
 // DelayReplies makes the broker wait d before it handles each command of a
 // kind, so its reply comes d later; 0 removes the delay. The connection's
-// later commands wait behind it, as behind a slow broker.
+// later commands wait behind it, as behind a slow broker. It is AddFault with
+// Delay d and no scope.
 func (b *Broker) DelayReplies(kind string, d time.Duration) error {
+	return b.replaceLegacy(kind, true, d > 0, Fault{Command: kind, Delay: d})
+}
+
+// replaceLegacy removes the FailNext or DelayReplies fault of f's kind and,
+// when on, puts f in its place.
+func (b *Broker) replaceLegacy(kind string, delay, on bool, f Fault) error {
 	t, err := commandType(kind)
 	if err != nil {
 		return err
 	}
-	b.faults.update(t, func(r *faultRule) { r.delay = d })
+	var h *FaultHandle
+	if on {
+		if h, err = b.newFault(f); err != nil {
+			return err
+		}
+	}
+	key := legacyKey{t, delay}
+	b.faults.mu.Lock()
+	old := b.faults.legacy[key]
+	if h != nil {
+		if b.faults.legacy == nil {
+			b.faults.legacy = map[legacyKey]*FaultHandle{}
+		}
+		b.faults.legacy[key] = h
+	} else {
+		delete(b.faults.legacy, key)
+	}
+	b.faults.mu.Unlock()
+	if old != nil {
+		old.Remove()
+	}
+	if h != nil {
+		b.faults.add(h)
+	}
 	return nil
-}
-
-func (f *faults) update(t pb.BaseCommand_Type, change func(*faultRule)) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.rules == nil {
-		f.rules = map[pb.BaseCommand_Type]*faultRule{}
-	}
-	r := f.rules[t]
-	if r == nil {
-		r = &faultRule{}
-		f.rules[t] = r
-	}
-	change(r)
-	if r.failLeft <= 0 && r.delay <= 0 {
-		delete(f.rules, t)
-	}
-	f.any.Store(len(f.rules) > 0)
-}
-
-// take returns the delay to apply to a command of type t and whether it must
-// fail (consuming one failure), with the code and message.
-func (f *faults) take(t pb.BaseCommand_Type) (delay time.Duration, fail bool, code pb.ServerError, msg string) {
-	if !f.any.Load() {
-		return 0, false, 0, ""
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r := f.rules[t]
-	if r == nil {
-		return 0, false, 0, ""
-	}
-	delay = r.delay
-	if r.failLeft > 0 {
-		r.failLeft--
-		fail, code, msg = true, r.code, r.message
-		if r.failLeft == 0 && r.delay <= 0 {
-			delete(f.rules, t)
-			f.any.Store(len(f.rules) > 0)
-		}
-	}
-	return delay, fail, code, msg
-}
-
-// injectFault applies the injected delay and failure for cmd. It returns true
-// when the command was answered with a failure (or dropped) and must not run.
-func (c *conn) injectFault(cmd *pb.BaseCommand) bool {
-	delay, fail, code, msg := c.b.faults.take(cmd.GetType())
-	if delay > 0 {
-		select {
-		case <-time.After(delay):
-		case <-c.done:
-			return true
-		}
-	}
-	if !fail {
-		return false
-	}
-	c.log.Info("injected failure", "type", cmd.GetType().String(), "code", code.String())
-	switch {
-	case cmd.Send != nil:
-		c.send(protocol.Base(pb.BaseCommand_SEND_ERROR, &pb.CommandSendError{
-			ProducerId: cmd.Send.ProducerId, SequenceId: cmd.Send.SequenceId, Error: code.Enum(), Message: proto.String(msg),
-		}))
-	case cmd.LookupTopic != nil:
-		c.send(protocol.Base(pb.BaseCommand_LOOKUP_RESPONSE, &pb.CommandLookupTopicResponse{
-			RequestId: cmd.LookupTopic.RequestId, Response: pb.CommandLookupTopicResponse_Failed.Enum(),
-			Error: code.Enum(), Message: proto.String(msg),
-		}))
-	case cmd.PartitionMetadata != nil:
-		c.send(protocol.Base(pb.BaseCommand_PARTITIONED_METADATA_RESPONSE, &pb.CommandPartitionedTopicMetadataResponse{
-			RequestId: cmd.PartitionMetadata.RequestId, Response: pb.CommandPartitionedTopicMetadataResponse_Failed.Enum(),
-			Error: code.Enum(), Message: proto.String(msg),
-		}))
-	case cmd.GetSchema != nil:
-		c.send(protocol.Base(pb.BaseCommand_GET_SCHEMA_RESPONSE, &pb.CommandGetSchemaResponse{
-			RequestId: cmd.GetSchema.RequestId, ErrorCode: code.Enum(), ErrorMessage: proto.String(msg),
-		}))
-	case cmd.Ack != nil:
-		if cmd.Ack.RequestId != nil {
-			c.send(ackResponse(cmd.Ack, code, msg))
-		}
-	default:
-		if id, ok := requestID(cmd); ok {
-			c.send(protocol.ErrorCommand(id, code, msg))
-		}
-	}
-	return true
-}
-
-// requestID returns the request_id of a command's sub-command, if it has one.
-func requestID(cmd *pb.BaseCommand) (uint64, bool) {
-	m := cmd.ProtoReflect()
-	fd := m.Descriptor().Fields().ByNumber(protocol.SubCommandField(cmd.GetType()))
-	if fd == nil || fd.Message() == nil || !m.Has(fd) {
-		return 0, false
-	}
-	sub := m.Get(fd).Message()
-	rf := sub.Descriptor().Fields().ByName("request_id")
-	if rf == nil || !sub.Has(rf) {
-		return 0, false
-	}
-	return sub.Get(rf).Uint(), true
 }

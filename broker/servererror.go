@@ -2,7 +2,7 @@ package broker
 
 import "github.com/pulsarsim/pulsarsim/protocol/pb"
 
-// ServerError is a Pulsar wire error code, as FailNext injects it.
+// ServerError is a Pulsar wire error code, as a Fault answers with it.
 type ServerError = pb.ServerError
 
 // The Pulsar error codes tests most often inject.

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/pulsarsim/pulsarsim/broker"
-	"github.com/pulsarsim/pulsarsim/protocol/pb"
 )
 
 // The broker's own API, as a test sees it. Each method below hands the call
@@ -122,16 +121,4 @@ func (b *Broker) CloseConsumer(topic, sub, consumer string) bool {
 // reconnects.
 func (b *Broker) CloseProducer(topic, producer string) bool {
 	return b.srv.CloseProducer(topic, producer)
-}
-
-// FailNext makes the next n commands of a kind fail with code, from any
-// connection.
-func (b *Broker) FailNext(kind string, n int, code pb.ServerError) error {
-	return b.srv.FailNext(kind, n, code)
-}
-
-// DelayReplies delays the handling of each command of a kind by d; 0 removes
-// the delay.
-func (b *Broker) DelayReplies(kind string, d time.Duration) error {
-	return b.srv.DelayReplies(kind, d)
 }

@@ -1,0 +1,174 @@
+package broker
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/pulsarsim/pulsarsim/protocol"
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
+)
+
+// How a connection applies the faults in force (fault.go) to the commands it
+// reads, before their handlers.
+
+// commandScope is what a command concerns, for matching faults: its topic
+// (canonical, and the base name of a partition), subscription, consumer name
+// and producer name, each empty when the command does not concern one.
+type commandScope struct {
+	topic, base                      string
+	subscription, consumer, producer string
+}
+
+func (s *commandScope) setTopic(tn TopicName) {
+	s.topic, s.base = tn.String(), tn.Base().String()
+}
+
+// scopeOf resolves what cmd concerns. SUBSCRIBE, PRODUCER, LOOKUP and the
+// like carry their topic (and subscription, consumer or producer name)
+// themselves; a command that carries a consumer_id or producer_id concerns
+// that consumer or producer of this connection, and so its topic.
+func (c *conn) scopeOf(cmd *pb.BaseCommand) commandScope {
+	var s commandScope
+	m := cmd.ProtoReflect()
+	fd := m.Descriptor().Fields().ByNumber(protocol.SubCommandField(cmd.GetType()))
+	if fd == nil || fd.Message() == nil || !m.Has(fd) {
+		return s
+	}
+	sub := m.Get(fd).Message()
+	if id, ok := subField(sub, "consumer_id", protoreflect.Uint64Kind); ok {
+		if cs := c.consumer(id.Uint()); cs != nil {
+			s.setTopic(cs.sub.topic.name)
+			s.subscription, s.consumer = cs.sub.name, cs.Name
+		}
+	}
+	if id, ok := subField(sub, "producer_id", protoreflect.Uint64Kind); ok {
+		c.mu.Lock()
+		p := c.producers[id.Uint()]
+		c.mu.Unlock()
+		if p != nil {
+			s.setTopic(p.topic.name)
+			s.producer = p.Name
+		}
+	}
+	if v, ok := subField(sub, "topic", protoreflect.StringKind); ok {
+		if tn, err := ParseTopicName(v.String()); err == nil {
+			s.setTopic(tn)
+		}
+	}
+	for name, dst := range map[protoreflect.Name]*string{
+		"subscription": &s.subscription, "consumer_name": &s.consumer, "producer_name": &s.producer,
+	} {
+		if v, ok := subField(sub, name, protoreflect.StringKind); ok {
+			*dst = v.String()
+		}
+	}
+	return s
+}
+
+// subField returns the value of a sub-command's singular field of this name
+// and kind, when it is set.
+func subField(m protoreflect.Message, name protoreflect.Name, kind protoreflect.Kind) (protoreflect.Value, bool) {
+	fd := m.Descriptor().Fields().ByName(name)
+	if fd == nil || fd.Kind() != kind || fd.IsList() || !m.Has(fd) {
+		return protoreflect.Value{}, false
+	}
+	return m.Get(fd), true
+}
+
+// applyFaults applies the faults in force to the command of f. It returns
+// handled when the command must not run now (it failed or the connection is
+// to close), and keep false when the connection must close.
+func (c *conn) applyFaults(f protocol.Frame) (handled, keep bool) {
+	cmd := f.Command
+	list := c.b.faults.forKind(cmd.GetType())
+	if len(list) == 0 {
+		return false, true
+	}
+	scope := c.scopeOf(cmd)
+	var delay time.Duration
+	var final *FaultHandle
+	for _, h := range list {
+		switch {
+		case !h.matches(scope):
+		case h.act.passes():
+			if h.fire() {
+				delay += h.spec.Delay
+			}
+		case final == nil && h.fire():
+			final = h
+		}
+	}
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-c.done:
+			return true, true // closing: the reader notices at its next read
+		}
+	}
+	if final == nil {
+		return false, true
+	}
+	switch final.act {
+	case actDrop:
+		c.log.Info("closing connection: injected drop", "type", cmd.GetType().String())
+		return true, false
+	default:
+		c.log.Info("injected failure", "type", cmd.GetType().String(), "code", final.spec.Error.String())
+		c.answerWithError(cmd, final.spec.Error, final.spec.Message)
+		return true, true
+	}
+}
+
+// answerWithError answers cmd with an error, as Pulsar answers that command
+// when it fails; a command Pulsar does not answer gets nothing.
+func (c *conn) answerWithError(cmd *pb.BaseCommand, code pb.ServerError, msg string) {
+	switch {
+	case cmd.Send != nil:
+		c.send(protocol.Base(pb.BaseCommand_SEND_ERROR, &pb.CommandSendError{
+			ProducerId: cmd.Send.ProducerId, SequenceId: cmd.Send.SequenceId, Error: code.Enum(), Message: proto.String(msg),
+		}))
+	case cmd.LookupTopic != nil:
+		c.send(protocol.Base(pb.BaseCommand_LOOKUP_RESPONSE, &pb.CommandLookupTopicResponse{
+			RequestId: cmd.LookupTopic.RequestId, Response: pb.CommandLookupTopicResponse_Failed.Enum(),
+			Error: code.Enum(), Message: proto.String(msg),
+		}))
+	case cmd.PartitionMetadata != nil:
+		c.send(protocol.Base(pb.BaseCommand_PARTITIONED_METADATA_RESPONSE, &pb.CommandPartitionedTopicMetadataResponse{
+			RequestId: cmd.PartitionMetadata.RequestId, Response: pb.CommandPartitionedTopicMetadataResponse_Failed.Enum(),
+			Error: code.Enum(), Message: proto.String(msg),
+		}))
+	case cmd.GetSchema != nil:
+		c.send(protocol.Base(pb.BaseCommand_GET_SCHEMA_RESPONSE, &pb.CommandGetSchemaResponse{
+			RequestId: cmd.GetSchema.RequestId, ErrorCode: code.Enum(), ErrorMessage: proto.String(msg),
+		}))
+	case cmd.GetOrCreateSchema != nil:
+		c.send(protocol.Base(pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE, &pb.CommandGetOrCreateSchemaResponse{
+			RequestId: cmd.GetOrCreateSchema.RequestId, ErrorCode: code.Enum(), ErrorMessage: proto.String(msg),
+		}))
+	case cmd.ConsumerStats != nil:
+		c.send(protocol.Base(pb.BaseCommand_CONSUMER_STATS_RESPONSE, &pb.CommandConsumerStatsResponse{
+			RequestId: cmd.ConsumerStats.RequestId, ErrorCode: code.Enum(), ErrorMessage: proto.String(msg),
+		}))
+	case cmd.Ack != nil:
+		if cmd.Ack.RequestId != nil {
+			c.send(ackResponse(cmd.Ack, code, msg))
+		}
+	default:
+		if id, ok := requestID(cmd); ok {
+			c.send(protocol.ErrorCommand(id, code, msg))
+		}
+	}
+}
+
+// requestID returns the request_id of a command's sub-command, if it has one.
+func requestID(cmd *pb.BaseCommand) (uint64, bool) {
+	m := cmd.ProtoReflect()
+	fd := m.Descriptor().Fields().ByNumber(protocol.SubCommandField(cmd.GetType()))
+	if fd == nil || fd.Message() == nil || !m.Has(fd) {
+		return 0, false
+	}
+	v, ok := subField(m.Get(fd).Message(), "request_id", protoreflect.Uint64Kind)
+	return v.Uint(), ok
+}
