@@ -144,6 +144,13 @@ func (b *Broker) acceptLoop(ln net.Listener) {
 			nc.Close()
 			return
 		}
+		if msg := b.admitConnLocked(nc, c.ip); msg != "" {
+			b.wg.Add(1)
+			b.mu.Unlock()
+			go b.refuseConn(nc, msg)
+			continue
+		}
+		c.startHandshakeTimer()
 		b.conns[c] = struct{}{}
 		b.wg.Add(2)
 		b.mu.Unlock()

@@ -26,7 +26,12 @@ const maxProtocolVersion = 21
 type conn struct {
 	b   *Broker
 	nc  net.Conn
+	ip  string // the client's IP address, for the same-address limits
 	log *slog.Logger
+
+	// handshake closes the connection if its handshake is not done in
+	// time. Under wmu.
+	handshake *time.Timer
 
 	// Outbound frames, appended under wmu and flushed by writeLoop.
 	wmu    sync.Mutex
@@ -55,6 +60,7 @@ func newConn(b *Broker, nc net.Conn) *conn {
 	return &conn{
 		b:         b,
 		nc:        nc,
+		ip:        clientIP(nc),
 		log:       b.cfg.logger.With("remote", nc.RemoteAddr().String()),
 		wake:      make(chan struct{}, 1),
 		done:      make(chan struct{}),
@@ -114,9 +120,7 @@ func (c *conn) writeLoop() {
 			got := c.received.Swap(false)
 			switch {
 			case !connected:
-				c.log.Info("closing connection: no handshake within the keep-alive interval")
-				c.close()
-				return
+				continue // the handshake timer is in charge
 			case awaitingPong && !got:
 				c.log.Info("closing connection: no answer to keep-alive ping")
 				c.close()
@@ -157,6 +161,9 @@ func (c *conn) close() {
 	c.closed = true
 	c.wbuf = nil
 	close(c.done)
+	if c.handshake != nil {
+		c.handshake.Stop()
+	}
 	c.wmu.Unlock()
 	c.nc.Close()
 }
@@ -330,6 +337,7 @@ func (c *conn) handleConnect(cc *pb.CommandConnect) bool {
 	c.version = v
 	c.client = cc.GetClientVersion()
 	c.mu.Unlock()
+	c.stopHandshakeTimer()
 	c.log.Debug("client connected", "client", cc.GetClientVersion(), "protocol", cc.GetProtocolVersion())
 	c.send(protocol.Base(pb.BaseCommand_CONNECTED, &pb.CommandConnected{
 		ServerVersion:   proto.String(c.b.cfg.serverVersion),

@@ -23,6 +23,8 @@ type config struct {
 	batchIndexAck     bool
 	ksConsistentHash  bool
 	expiryInterval    time.Duration
+	limits            Limits
+	handshakeTimeout  time.Duration
 }
 
 func defaultConfig() config {

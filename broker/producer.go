@@ -60,9 +60,26 @@ func (c *conn) handleProducer(p *pb.CommandProducer) {
 	prod := &Producer{ID: p.GetProducerId(), Name: name, topic: t, conn: c,
 		metadata: properties(p.GetMetadata()), since: time.Now()}
 	t.mu.Lock()
+	if refusal := t.producerLimitLocked(reqID); refusal != nil {
+		t.mu.Unlock()
+		c.send(refusal)
+		return
+	}
+	if sub := p.GetInitialSubscriptionName(); sub != "" && t.subs[sub] == nil {
+		if msg, over := t.subscriptionLimitLocked(); over {
+			t.mu.Unlock()
+			c.send(protocol.ErrorCommand(reqID, pb.ServerError_NotAllowedError, msg))
+			return
+		}
+	}
 	if t.terminated {
 		t.mu.Unlock()
 		c.send(protocol.ErrorCommand(reqID, pb.ServerError_TopicTerminatedError, "Topic was already terminated"))
+		return
+	}
+	if refusal := t.sameAddressProducerLimitLocked(c, reqID); refusal != nil {
+		t.mu.Unlock()
+		c.send(refusal)
 		return
 	}
 	for other := range t.producers {

@@ -171,7 +171,19 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 		fail(pb.ServerError_TopicNotFound, "Topic was deleted")
 		return
 	}
+	if msg, over := t.consumerLimitLocked(); over {
+		t.mu.Unlock()
+		fail(pb.ServerError_ConsumerBusy, msg)
+		return
+	}
 	s := t.subs[sub.GetSubscription()]
+	if s == nil {
+		if msg, over := t.subscriptionLimitLocked(); over {
+			t.mu.Unlock()
+			fail(pb.ServerError_NotAllowedError, msg)
+			return
+		}
+	}
 	switch {
 	case s == nil:
 		s = t.newSubscriptionLocked(sub.GetSubscription(), sub.GetDurable(), t.startPosition(sub))
@@ -187,6 +199,19 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 	if len(s.consumers) > 0 && s.typ != typ {
 		t.mu.Unlock()
 		fail(pb.ServerError_ConsumerBusy, "Subscription is of different type")
+		return
+	}
+	if msg, over := t.sameAddressConsumerLimitLocked(c); over {
+		if len(s.consumers) == 0 && !s.durable {
+			delete(t.subs, s.name)
+		}
+		t.mu.Unlock()
+		fail(pb.ServerError_ConsumerBusy, msg)
+		return
+	}
+	if s.consumerLimitReachedLocked(typ == dispatch.Exclusive) {
+		t.mu.Unlock()
+		fail(pb.ServerError_ConsumerBusy, "Subscription reached max consumers limit")
 		return
 	}
 	if len(s.consumers) == 0 && (s.disp == nil || s.typ != typ) {

@@ -35,6 +35,20 @@ func run(args []string) error {
 		"Key_Shared AUTO_SPLIT on a consistent-hash ring (false: hash ranges split in halves)")
 	batchIndexAck := fs.Bool("batch-index-ack", false,
 		"acknowledgmentAtBatchIndexLevelEnabled: honour acks of single batch indexes (Pulsar 4.0 default: off)")
+	var limits broker.Limits
+	fs.IntVar(&limits.MaxProducersPerTopic, "max-producers-per-topic", 0, "maxProducersPerTopic (0: no limit)")
+	fs.IntVar(&limits.MaxSameAddressProducersPerTopic, "max-same-address-producers-per-topic", 0,
+		"maxSameAddressProducersPerTopic (0: no limit)")
+	fs.IntVar(&limits.MaxConsumersPerTopic, "max-consumers-per-topic", 0, "maxConsumersPerTopic (0: no limit)")
+	fs.IntVar(&limits.MaxSameAddressConsumersPerTopic, "max-same-address-consumers-per-topic", 0,
+		"maxSameAddressConsumersPerTopic (0: no limit)")
+	fs.IntVar(&limits.MaxConsumersPerSubscription, "max-consumers-per-subscription", 0,
+		"maxConsumersPerSubscription (0: no limit)")
+	fs.IntVar(&limits.MaxSubscriptionsPerTopic, "max-subscriptions-per-topic", 0, "maxSubscriptionsPerTopic (0: no limit)")
+	fs.IntVar(&limits.MaxConnections, "max-connections", 0, "brokerMaxConnections (0: no limit)")
+	fs.IntVar(&limits.MaxConnectionsPerIP, "max-connections-per-ip", 0, "brokerMaxConnectionsPerIp (0: no limit)")
+	handshakeTimeout := fs.Duration("handshake-timeout", 0,
+		"close a connection whose handshake is not done by then (0: the keep-alive interval, 30s, as Pulsar)")
 	verbose := fs.Bool("v", false, "log every connection event")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -50,6 +64,8 @@ func run(args []string) error {
 		broker.WithAutoTopicCreation(*autoCreate),
 		broker.WithKeySharedConsistentHashing(*ksHashing),
 		broker.WithBatchIndexAck(*batchIndexAck),
+		broker.WithLimits(limits),
+		broker.WithHandshakeTimeout(*handshakeTimeout),
 	)
 	if err := b.Listen(*addr); err != nil {
 		return err
