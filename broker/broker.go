@@ -36,6 +36,14 @@ type Broker struct {
 
 	events eventQueue
 
+	// secmu guards sec, the tenant admin roles and permissions; it is a leaf
+	// lock (nothing else is taken while holding it).
+	secmu sync.Mutex
+	sec   securityPolicies
+
+	tlsLn  net.Listener // the pulsar+ssl:// listener, if any (under mu)
+	tlsURL string
+
 	// trimBlock and trimBlockBytes bound a topic's blocks of entries; 0
 	// means DefaultTrimBlock and DefaultTrimBlockBytes. Set only by tests,
 	// before Listen.
@@ -106,6 +114,9 @@ func (b *Broker) attach(ln net.Listener) error {
 	b.ln = ln
 	b.url = "pulsar://" + ln.Addr().String()
 	b.every(delayedTick, b.dispatchDelayed)
+	if b.cfg.authn != nil && b.cfg.authRefresh > 0 {
+		b.every(b.cfg.authRefresh, b.checkCredentials)
+	}
 	if d := b.cfg.expiryInterval; d > 0 {
 		b.every(d, b.RunExpiryCheck)
 	}
@@ -187,7 +198,7 @@ func (b *Broker) Close() error {
 	}
 	b.closed = true
 	close(b.done)
-	ln := b.ln
+	ln, tlsLn := b.ln, b.tlsLn
 	conns := make([]*conn, 0, len(b.conns))
 	for c := range b.conns {
 		conns = append(conns, c)
@@ -195,6 +206,9 @@ func (b *Broker) Close() error {
 	b.mu.Unlock()
 	if ln != nil {
 		ln.Close()
+	}
+	if tlsLn != nil {
+		tlsLn.Close()
 	}
 	for _, c := range conns {
 		c.close()

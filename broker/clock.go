@@ -67,8 +67,12 @@ func (c *OffsetClock) Advance(d time.Duration) {
 func (b *Broker) Clock() Clock { return b.cfg.clock }
 
 // RunTimers runs the broker's timed checks at once, by its clock: message TTL
-// expiry and the release of delayed messages that are due.
+// expiry, the release of delayed messages that are due and, with
+// authentication, the check for expired credentials.
 func (b *Broker) RunTimers() {
 	b.RunExpiryCheck()
 	b.dispatchDelayed()
+	if b.cfg.authn != nil {
+		b.checkCredentials()
+	}
 }

@@ -54,6 +54,7 @@ type conn struct {
 	client    string
 	producers map[uint64]*Producer
 	consumers map[uint64]*Consumer
+	auth      connectionAuth
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
@@ -287,6 +288,8 @@ func (c *conn) handle(f protocol.Frame) bool {
 		c.handleGetSchema(cmd.GetSchema)
 	case pb.BaseCommand_GET_OR_CREATE_SCHEMA:
 		c.handleGetOrCreateSchema(cmd.GetOrCreateSchema)
+	case pb.BaseCommand_AUTH_RESPONSE:
+		return c.handleAuthResponse(cmd.AuthResponse)
 	case pb.BaseCommand_NEW_TXN, pb.BaseCommand_ADD_PARTITION_TO_TXN, pb.BaseCommand_ADD_SUBSCRIPTION_TO_TXN,
 		pb.BaseCommand_END_TXN, pb.BaseCommand_END_TXN_ON_PARTITION, pb.BaseCommand_END_TXN_ON_SUBSCRIPTION,
 		pb.BaseCommand_TC_CLIENT_CONNECT_REQUEST:
@@ -298,7 +301,7 @@ func (c *conn) handle(f protocol.Frame) bool {
 		pb.BaseCommand_CONSUMER_STATS_RESPONSE, pb.BaseCommand_REACHED_END_OF_TOPIC,
 		pb.BaseCommand_GET_LAST_MESSAGE_ID_RESPONSE, pb.BaseCommand_ACTIVE_CONSUMER_CHANGE,
 		pb.BaseCommand_GET_TOPICS_OF_NAMESPACE_RESPONSE, pb.BaseCommand_GET_SCHEMA_RESPONSE,
-		pb.BaseCommand_ACK_RESPONSE, pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE:
+		pb.BaseCommand_ACK_RESPONSE, pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE, pb.BaseCommand_AUTH_CHALLENGE:
 		// Commands only a broker sends: Pulsar treats them as a protocol violation.
 		c.log.Info("closing connection: unexpected command from a client", "type", t.String())
 		return false
@@ -328,6 +331,9 @@ func txnRequestID(cmd *pb.BaseCommand) uint64 {
 }
 
 func (c *conn) handleConnect(cc *pb.CommandConnect) bool {
+	if !c.authenticate(cc) {
+		return false
+	}
 	v := cc.GetProtocolVersion()
 	if v > maxProtocolVersion {
 		v = maxProtocolVersion

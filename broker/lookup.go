@@ -3,24 +3,40 @@ package broker
 import (
 	"google.golang.org/protobuf/proto"
 
+	"github.com/pulsarsim/pulsarsim/auth"
 	"github.com/pulsarsim/pulsarsim/protocol"
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
 )
 
 // handleLookup answers LOOKUP: this broker owns every topic, so the answer is
-// always Connect, authoritative, with its own URL. Like Pulsar, a lookup does
-// not check that the topic exists.
+// Connect, authoritative, with its own URLs or those of the listener the
+// lookup names. Like Pulsar, a lookup does not check that the topic exists;
+// it checks that the client may produce to or consume from it.
 func (c *conn) handleLookup(l *pb.CommandLookupTopic) {
-	resp := &pb.CommandLookupTopicResponse{RequestId: proto.Uint64(l.GetRequestId())}
-	if _, err := ParseTopicName(l.GetTopic()); err != nil {
-		resp.Response = pb.CommandLookupTopicResponse_Failed.Enum()
-		resp.Error = pb.ServerError_InvalidTopicName.Enum()
-		resp.Message = proto.String(err.Error())
-	} else {
-		resp.Response = pb.CommandLookupTopicResponse_Connect.Enum()
-		resp.BrokerServiceUrl = proto.String(c.b.URL())
-		resp.Authoritative = proto.Bool(true)
-		resp.ProxyThroughServiceUrl = proto.Bool(false)
+	reqID := l.GetRequestId()
+	tn, err := ParseTopicName(l.GetTopic())
+	if err != nil {
+		c.send(lookupFailed(reqID, pb.ServerError_InvalidTopicName, err.Error()))
+		return
+	}
+	if !c.allowed(tn, auth.OpLookup) {
+		c.send(lookupFailed(reqID, pb.ServerError_AuthorizationError, "Client is not authorized to Lookup"))
+		return
+	}
+	url, tlsURL, err := c.b.LookupURLs(l.GetAdvertisedListenerName())
+	if err != nil {
+		c.send(lookupFailed(reqID, pb.ServerError_ServiceNotReady, err.Error()))
+		return
+	}
+	resp := &pb.CommandLookupTopicResponse{
+		RequestId:              proto.Uint64(reqID),
+		Response:               pb.CommandLookupTopicResponse_Connect.Enum(),
+		BrokerServiceUrl:       proto.String(url),
+		Authoritative:          proto.Bool(true),
+		ProxyThroughServiceUrl: proto.Bool(false),
+	}
+	if tlsURL != "" {
+		resp.BrokerServiceUrlTls = proto.String(tlsURL)
 	}
 	c.send(protocol.Base(pb.BaseCommand_LOOKUP_RESPONSE, resp))
 }
@@ -37,6 +53,10 @@ func (c *conn) handlePartitionedMetadata(m *pb.CommandPartitionedTopicMetadata) 
 		resp.Response = pb.CommandPartitionedTopicMetadataResponse_Failed.Enum()
 		resp.Error = pb.ServerError_InvalidTopicName.Enum()
 		resp.Message = proto.String(err.Error())
+	case !c.allowed(tn, auth.OpLookup):
+		resp.Response = pb.CommandPartitionedTopicMetadataResponse_Failed.Enum()
+		resp.Error = pb.ServerError_AuthorizationError.Enum()
+		resp.Message = proto.String("Client is not authorized to Get Partition Metadata")
 	case !c.b.topicExists(tn) && (!c.b.cfg.autoCreateTopics || !m.GetMetadataAutoCreationEnabled()):
 		resp.Response = pb.CommandPartitionedTopicMetadataResponse_Failed.Enum()
 		resp.Error = pb.ServerError_TopicNotFound.Enum()

@@ -23,6 +23,11 @@ func (c *conn) handleGetTopicsOfNamespace(g *pb.CommandGetTopicsOfNamespace) boo
 		c.log.Info("closing connection: invalid namespace", "namespace", ns)
 		return false
 	}
+	if !c.b.AllowedNamespace(c.role(), ns) {
+		c.send(protocol.ErrorCommand(g.GetRequestId(), pb.ServerError_AuthorizationError,
+			"Client is not authorized to GetTopicsOfNamespace"))
+		return true
+	}
 	topics := c.b.TopicsOfNamespace(ns, g.GetMode())
 	resp := &pb.CommandGetTopicsOfNamespaceResponse{RequestId: proto.Uint64(g.GetRequestId())}
 	if p := g.GetTopicsPattern(); p != "" {

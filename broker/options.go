@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/pulsarsim/pulsarsim/auth"
 	"github.com/pulsarsim/pulsarsim/protocol"
 )
 
@@ -25,6 +26,11 @@ type config struct {
 	expiryInterval    time.Duration
 	limits            Limits
 	handshakeTimeout  time.Duration
+	authn             *auth.Authenticator // nil: authentication off
+	authz             *auth.Authorizer    // nil: authorization off
+	authRefresh       time.Duration
+	advertisedAddress string
+	listeners         map[string]AdvertisedListener
 }
 
 func defaultConfig() config {
@@ -40,6 +46,7 @@ func defaultConfig() config {
 		batchIndexAck:     false,
 		ksConsistentHash:  true,
 		expiryInterval:    5 * time.Minute,
+		authRefresh:       60 * time.Second,
 	}
 }
 

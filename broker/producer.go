@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/pulsarsim/pulsarsim/auth"
 	"github.com/pulsarsim/pulsarsim/protocol"
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
 )
@@ -33,6 +34,10 @@ func (c *conn) handleProducer(p *pb.CommandProducer) {
 	tn, err := ParseTopicName(p.GetTopic())
 	if err != nil {
 		c.send(protocol.ErrorCommand(reqID, pb.ServerError_InvalidTopicName, err.Error()))
+		return
+	}
+	if !c.allowed(tn, auth.OpProduce) {
+		c.send(protocol.ErrorCommand(reqID, pb.ServerError_AuthorizationError, "Client is not authorized to Produce"))
 		return
 	}
 	c.mu.Lock()

@@ -113,3 +113,45 @@ func sendFrame(producerID, seq uint64, payload []byte) []byte {
 	})
 	return protocol.AppendPayloadCommand(nil, cmd, protocol.AppendPayload(nil, md, payload))
 }
+
+// closedByBrokerWithin is closedByBroker with a shorter wait for the
+// broker's silence.
+func (c *rawClient) closedByBrokerWithin(d time.Duration) bool {
+	c.nc.SetReadDeadline(time.Now().Add(d))
+	for {
+		body, err := protocol.ReadFrame(c.r, nil, 64<<20)
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				return false
+			}
+			return true
+		}
+		if f, err := protocol.DecodeFrame(body); err == nil && f.Command.GetType() == pb.BaseCommand_PING {
+			continue
+		}
+		return false
+	}
+}
+
+// connectPing sends a PING and expects its PONG: the connection still works.
+func (c *rawClient) connectPing() {
+	c.t.Helper()
+	c.send(protocol.PingCommand())
+	for {
+		c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		body, err := protocol.ReadFrame(c.r, nil, 64<<20)
+		if err != nil {
+			c.t.Fatalf("no PONG: %v", err)
+		}
+		f, err := protocol.DecodeFrame(body)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		if f.Command.GetType() == pb.BaseCommand_PONG {
+			return
+		}
+		if f.Command.GetType() != pb.BaseCommand_PING {
+			c.t.Fatalf("got %v waiting for PONG", f.Command.GetType())
+		}
+	}
+}

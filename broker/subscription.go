@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/pulsarsim/pulsarsim/auth"
 	"github.com/pulsarsim/pulsarsim/cursor"
 	"github.com/pulsarsim/pulsarsim/dispatch"
 	"github.com/pulsarsim/pulsarsim/protocol"
@@ -124,6 +125,10 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 	tn, err := ParseTopicName(sub.GetTopic())
 	if err != nil {
 		fail(pb.ServerError_InvalidTopicName, err.Error())
+		return
+	}
+	if !c.allowed(tn, auth.OpConsume) {
+		fail(pb.ServerError_AuthorizationError, "Client is not authorized to subscribe")
 		return
 	}
 	if sub.GetSubscription() == "" {

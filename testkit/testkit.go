@@ -19,6 +19,9 @@ type Broker struct {
 	tb    testing.TB
 	clock *broker.OffsetClock
 	trace *trace
+
+	ca     *testCA // with WithTLS
+	secret []byte  // token secret, with WithTokenAuth
 }
 
 // Option configures what Start starts: the broker's own options
@@ -28,6 +31,7 @@ type Option func(*settings)
 // settings collects the Options given to Start.
 type settings struct {
 	broker []broker.Option
+	sec    securitySettings
 }
 
 // WithBroker passes options to the broker itself, such as
@@ -51,11 +55,22 @@ func Start(tb testing.TB, opts ...Option) *Broker {
 		o(&set)
 	}
 	clock := &broker.OffsetClock{}
-	b := broker.New(append([]broker.Option{broker.WithClock(clock)}, set.broker...)...)
-	tk := &Broker{srv: b, tb: tb, clock: clock, trace: &trace{}}
+	secOpts, secret, err := set.sec.brokerOptions()
+	if err != nil {
+		tb.Fatalf("pulsarsim: security settings: %v", err)
+	}
+	brokerOpts := append([]broker.Option{broker.WithClock(clock)}, secOpts...)
+	b := broker.New(append(brokerOpts, set.broker...)...)
+	tk := &Broker{srv: b, tb: tb, clock: clock, trace: &trace{}, secret: secret}
 	b.OnEvent(tk.trace.record)
 	if err := b.Listen("127.0.0.1:0"); err != nil {
 		tb.Fatalf("pulsarsim: start broker: %v", err)
+	}
+	if set.sec.tls {
+		if err := tk.startTLS(set.sec); err != nil {
+			b.Close()
+			tb.Fatalf("pulsarsim: start TLS: %v", err)
+		}
 	}
 	tb.Cleanup(func() {
 		b.Close()
