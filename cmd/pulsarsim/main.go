@@ -1,10 +1,13 @@
 // Command pulsarsim runs a simulated Apache Pulsar broker on 127.0.0.1:6650,
 // with its admin HTTP API on 127.0.0.1:8080, until it is interrupted. Any
-// Pulsar client can connect to it.
+// Pulsar client can connect to it. Given a certificate it also serves
+// pulsar+ssl:// on 6651 and https:// on 8443, as a standalone does; -config
+// reads a Pulsar standalone.conf.
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -50,7 +53,22 @@ func run(args []string) error {
 	handshakeTimeout := fs.Duration("handshake-timeout", 0,
 		"close a connection whose handshake is not done by then (0: the keep-alive interval, 30s, as Pulsar)")
 	verbose := fs.Bool("v", false, "log every connection event")
+	configFile := fs.String("config", "", "a Pulsar standalone.conf: its ports, TLS, authentication and authorization keys set the flags not given")
+	sec := addSecurityFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *configFile != "" {
+		if err := applyConfigFile(fs, *configFile); err != nil {
+			return err
+		}
+	}
+	secOpts, err := sec.brokerOptions()
+	if err != nil {
+		return err
+	}
+	tlsCfg, err := sec.tlsConfig()
+	if err != nil {
 		return err
 	}
 	level := slog.LevelInfo
@@ -58,7 +76,7 @@ func run(args []string) error {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	b := broker.New(
+	b := broker.New(append([]broker.Option{
 		broker.WithLogger(logger),
 		broker.WithMaxMessageSize(*maxMsg),
 		broker.WithAutoTopicCreation(*autoCreate),
@@ -66,11 +84,18 @@ func run(args []string) error {
 		broker.WithBatchIndexAck(*batchIndexAck),
 		broker.WithLimits(limits),
 		broker.WithHandshakeTimeout(*handshakeTimeout),
-	)
+	}, secOpts...)...)
 	if err := b.Listen(*addr); err != nil {
 		return err
 	}
 	logger.Info("pulsarsim serving", "url", b.URL())
+	if tlsCfg != nil {
+		if err := b.ListenTLS(*sec.tlsAddr, tlsCfg); err != nil {
+			b.Close()
+			return err
+		}
+		logger.Info("pulsarsim serving TLS", "url", b.TLSURL())
+	}
 	var srv *http.Server
 	if *httpAddr != "" {
 		ln, err := net.Listen("tcp", *httpAddr)
@@ -82,6 +107,17 @@ func run(args []string) error {
 		go srv.Serve(ln)
 		logger.Info("pulsarsim admin API serving", "url", "http://"+ln.Addr().String())
 	}
+	var tlsSrv *http.Server
+	if *httpAddr != "" && tlsCfg != nil {
+		ln, err := net.Listen("tcp", *sec.httpsAddr)
+		if err != nil {
+			b.Close()
+			return err
+		}
+		tlsSrv = &http.Server{Handler: b.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
+		go tlsSrv.Serve(tls.NewListener(ln, tlsCfg))
+		logger.Info("pulsarsim admin API serving TLS", "url", "https://"+ln.Addr().String())
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
@@ -90,6 +126,9 @@ func run(args []string) error {
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
+	}
+	if tlsSrv != nil {
+		_ = tlsSrv.Shutdown(context.Background())
 	}
 	return b.Close()
 }
