@@ -8,6 +8,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsar/log"
 
+	"github.com/pulsarsim/pulsarsim/admin/view"
 	"github.com/pulsarsim/pulsarsim/broker"
 )
 
@@ -15,10 +16,11 @@ import (
 // only: the server's lifecycle (listening and closing) belongs to Start and
 // the test's cleanup.
 type Broker struct {
-	srv   *broker.Broker
-	tb    testing.TB
-	clock *broker.OffsetClock
-	trace *trace
+	srv     *broker.Broker
+	tb      testing.TB
+	clock   *broker.OffsetClock
+	history *view.History // every event since Start
+	view    viewServer
 
 	ca     *testCA // with WithTLS
 	secret []byte  // token secret, with WithTokenAuth
@@ -46,8 +48,9 @@ func WithBroker(opts ...broker.Option) Option {
 //
 // The broker's clock is the real clock plus an offset that Advance moves
 // (unless opts set another clock). Every event the broker reports is
-// recorded (Events, Timeline), and when the test fails the timelines of the
-// busiest messages are written to the test log.
+// recorded (Events, Timeline, ViewURL), and when the test fails the
+// timelines of the busiest messages are written to the test log, and their
+// pictures to an HTML report whose path is logged (see ReportDirEnv).
 func Start(tb testing.TB, opts ...Option) *Broker {
 	tb.Helper()
 	var set settings
@@ -61,8 +64,8 @@ func Start(tb testing.TB, opts ...Option) *Broker {
 	}
 	brokerOpts := append([]broker.Option{broker.WithClock(clock)}, secOpts...)
 	b := broker.New(append(brokerOpts, set.broker...)...)
-	tk := &Broker{srv: b, tb: tb, clock: clock, trace: &trace{}, secret: secret}
-	b.OnEvent(tk.trace.record)
+	tk := &Broker{srv: b, tb: tb, clock: clock, history: view.NewHistory(0), secret: secret}
+	b.OnEvent(tk.history.Record)
 	if err := b.Listen("127.0.0.1:0"); err != nil {
 		tb.Fatalf("pulsarsim: start broker: %v", err)
 	}
@@ -73,6 +76,9 @@ func Start(tb testing.TB, opts ...Option) *Broker {
 		}
 	}
 	tb.Cleanup(func() {
+		if tb.Failed() {
+			tk.reportFailure()
+		}
 		b.Close()
 		if tb.Failed() {
 			tb.Logf("pulsarsim: what the broker saw (busiest messages first):\n%s", tk.Timelines(10))

@@ -1,0 +1,45 @@
+package view_test
+
+import (
+	"testing"
+
+	"github.com/pulsarsim/pulsarsim/admin/view"
+	"github.com/pulsarsim/pulsarsim/broker"
+)
+
+func TestHistoryKeepsEveryEventWithoutALimit(t *testing.T) {
+	h := view.NewHistory(0)
+	for i := uint64(1); i <= 5000; i++ {
+		h.Record(broker.Event{Seq: i})
+	}
+	evs := h.Events()
+	if len(evs) != 5000 || evs[0].Seq != 1 || evs[4999].Seq != 5000 {
+		t.Fatalf("held %d events, from %d", len(evs), evs[0].Seq)
+	}
+	if st := h.Stats(); st != (view.Stats{Held: 5000, Last: 5000}) {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestHistoryForgetsTheOldestChunksBeyondItsLimit(t *testing.T) {
+	h := view.NewHistory(2000) // rounded up to two chunks of 1024
+	for i := uint64(1); i <= 5000; i++ {
+		h.Record(broker.Event{Seq: i})
+		if st := h.Stats(); st.Held > 2048 {
+			t.Fatalf("after %d events the history holds %d, more than its limit", i, st.Held)
+		}
+	}
+	evs := h.Events()
+	st := h.Stats()
+	if st.Held+st.Dropped != 5000 || st.Limit != 2048 || st.Last != 5000 {
+		t.Fatalf("stats %+v", st)
+	}
+	for i, e := range evs {
+		if e.Seq != uint64(st.Dropped+i+1) {
+			t.Fatalf("event %d has seq %d, want the newest events in order", i, e.Seq)
+		}
+	}
+	if len(evs) < 2000-1024 {
+		t.Fatalf("kept only %d events", len(evs))
+	}
+}

@@ -1,0 +1,583 @@
+package view
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pulsarsim/pulsarsim/broker"
+)
+
+// Key identifies a message's entry on a topic (a partition is a topic of its
+// own). The messages of a batch share their entry, and its life.
+type Key struct {
+	Topic         string
+	Ledger, Entry int64
+}
+
+// String formats the key as "ledger:entry on topic".
+func (k Key) String() string { return fmt.Sprintf("%d:%d on %s", k.Ledger, k.Entry, k.Topic) }
+
+// keyOf returns the key of id on topic.
+func keyOf(topic string, id broker.MessageID) Key { return Key{topic, id.Ledger, id.Entry} }
+
+// MarkKind names one thing that happened in a message's life.
+type MarkKind string
+
+// The kinds of Mark. The broker cannot tell a negative acknowledgement from
+// an acknowledgement timeout: both reach it as the same redelivery request,
+// so both are MarkAsked.
+const (
+	MarkPublished    MarkKind = "published"
+	MarkDelivered    MarkKind = "delivered"
+	MarkAcked        MarkKind = "acked"
+	MarkAsked        MarkKind = "redelivery-asked"
+	MarkClosed       MarkKind = "closed"        // the client closed the consumer
+	MarkCrashed      MarkKind = "crashed"       // the consumer's connection dropped
+	MarkBrokerClosed MarkKind = "broker-closed" // the broker closed the consumer
+	MarkExpired      MarkKind = "expired"
+	MarkSeek         MarkKind = "seek"
+	MarkDeadLetter   MarkKind = "dead-letter"  // the copy a dead-letter policy produced
+	MarkRetryLetter  MarkKind = "retry-letter" // the copy a retry policy produced
+)
+
+// Mark is one event in a message's life.
+type Mark struct {
+	Seq          uint64
+	Time         time.Time
+	Kind         MarkKind
+	Subscription string
+	Consumer     string
+	// Count is the redelivery count a delivery carried.
+	Count int32
+	// Cumulative marks an acknowledgement of every entry up to one.
+	Cumulative bool
+	// Producer published the message or its copy.
+	Producer string
+	// Copy is where a dead-letter or retry-letter copy went.
+	Copy Key
+	// Target is the entry a seek moved the subscription to.
+	Target int64
+	// Reason is the broker's word for a close: "client", "disconnect" or
+	// "broker".
+	Reason string
+}
+
+// Sentence says what the mark means, as a line of a text timeline.
+func (m Mark) Sentence() string {
+	switch m.Kind {
+	case MarkPublished:
+		return "published by " + m.Producer
+	case MarkDelivered:
+		return fmt.Sprintf("delivered to %s on %s with redelivery count %d", m.Consumer, m.Subscription, m.Count)
+	case MarkAcked:
+		how := "acked"
+		if m.Cumulative {
+			how = "acked cumulatively"
+		}
+		return fmt.Sprintf("%s by %s on %s: the cursor moves past it", how, m.Consumer, m.Subscription)
+	case MarkAsked:
+		return m.Consumer + " asked for redelivery (nack or ack timeout)"
+	case MarkClosed, MarkCrashed, MarkBrokerClosed:
+		return fmt.Sprintf("%s closed (%s) while holding it: back to %s, count unchanged", m.Consumer, m.Reason, m.Subscription)
+	case MarkExpired:
+		return "expired by message TTL on " + m.Subscription
+	case MarkSeek:
+		return fmt.Sprintf("%s reset by a seek to entry %d: to be delivered again", m.Subscription, m.Target)
+	case MarkDeadLetter:
+		return fmt.Sprintf("moved to the dead-letter topic %s by %s (copy %d:%d)", m.Copy.Topic, m.Producer, m.Copy.Ledger, m.Copy.Entry)
+	case MarkRetryLetter:
+		return fmt.Sprintf("copied to the retry topic %s by %s (copy %d:%d)", m.Copy.Topic, m.Producer, m.Copy.Ledger, m.Copy.Entry)
+	}
+	return string(m.Kind)
+}
+
+// Life is what happened to one message (one entry) as the broker saw it.
+type Life struct {
+	Key
+	// Published is the publish mark; its Seq is 0 when the history no longer
+	// holds it.
+	Published Mark
+	// Marks lists everything that happened to the message, in event order.
+	Marks []Mark
+	// Subs are the subscriptions that delivered or settled the message, in
+	// the order they first did.
+	Subs []*SubLife
+	// Copies are the dead-letter and retry-letter copies made of it.
+	Copies []Mark
+}
+
+// SubLife is a message's life on one subscription.
+type SubLife struct {
+	Name string
+	// Lanes has one lane per consumer that got or settled the message.
+	Lanes []*Lane
+	// Marks are the subscription's own marks: expiry and seeks.
+	Marks []Mark
+	// Outcome is where the message stands on the subscription.
+	Outcome Outcome
+
+	settled *Mark // the ack or expiry that settled the message, nil if none
+}
+
+// Lane is one consumer's part in a message's life on a subscription.
+type Lane struct {
+	Consumer   string
+	Deliveries []*Delivery
+	// Acks are acknowledgements by this consumer that ended no delivery of
+	// its own (another consumer held the message, or nobody did).
+	Acks []Mark
+}
+
+// Delivery is one delivery of a message to a consumer and what ended it.
+type Delivery struct {
+	At Mark
+	// End is the ack, redelivery request, close, crash or expiry that ended
+	// the consumer's hold on the message; nil while it still holds it.
+	End *Mark
+}
+
+// OutcomeKind classifies where a message stands on a subscription.
+type OutcomeKind string
+
+// The outcomes of a message on a subscription.
+const (
+	OutcomeAcked        OutcomeKind = "acked"
+	OutcomeDeadLettered OutcomeKind = "dead-lettered"
+	OutcomeRetried      OutcomeKind = "retry-lettered"
+	OutcomeExpired      OutcomeKind = "expired"
+	OutcomeHeld         OutcomeKind = "held"
+	OutcomeWaiting      OutcomeKind = "waiting"
+)
+
+// Outcome is where a message stands on a subscription, in a phrase.
+type Outcome struct {
+	Kind OutcomeKind
+	Text string
+}
+
+// Deliveries counts the message's deliveries on every subscription, and
+// returns the highest redelivery count among them.
+func (l *Life) Deliveries() (n int, maxCount int32) {
+	for _, m := range l.Marks {
+		if m.Kind == MarkDelivered {
+			n++
+			maxCount = max(maxCount, m.Count)
+		}
+	}
+	return n, maxCount
+}
+
+// Start and End return the times of the first and last marks.
+func (l *Life) Start() time.Time { return l.Marks[0].Time }
+
+// End returns the time of the last mark.
+func (l *Life) End() time.Time { return l.Marks[len(l.Marks)-1].Time }
+
+// String draws the life as text, one mark a line with its time after the
+// first mark.
+func (l *Life) String() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "message %d:%d on %s\n", l.Ledger, l.Entry, l.Topic)
+	for _, m := range l.Marks {
+		fmt.Fprintf(&sb, "  %+8.3fs  %s\n", m.Time.Sub(l.Start()).Seconds(), m.Sentence())
+	}
+	for _, s := range l.Subs {
+		fmt.Fprintf(&sb, "  on %s: %s\n", s.Name, s.Outcome.Text)
+	}
+	return sb.String()
+}
+
+// Lives reads the messages' lives from events, for the entries want accepts
+// (every entry when want is nil), in the order they first appear.
+func Lives(events []broker.Event, want func(Key) bool) []*Life {
+	b := &builder{want: want, lives: map[Key]*Life{}, held: map[holder]map[Key]*Delivery{},
+		touched: map[subKey][]*Life{}}
+	for i := range events {
+		b.add(&events[i])
+	}
+	for _, l := range b.order {
+		l.finish()
+	}
+	return b.order
+}
+
+// finish orders the subscriptions by name, says which one each copy came
+// from, and works out the outcomes.
+func (l *Life) finish() {
+	sort.SliceStable(l.Subs, func(i, j int) bool { return l.Subs[i].Name < l.Subs[j].Name })
+	for i := range l.Copies {
+		c := &l.Copies[i]
+		if c.Subscription == "" {
+			c.Subscription = l.copySource(*c)
+		}
+		for j := range l.Marks {
+			if l.Marks[j].Seq == c.Seq {
+				l.Marks[j].Subscription = c.Subscription
+			}
+		}
+	}
+	for _, s := range l.Subs {
+		s.Outcome = outcomeOf(l, s)
+	}
+}
+
+// copySource guesses the subscription whose consumer produced copy c, when
+// the copy does not say (Java's REAL_SUBSCRIPTION): the one named in the
+// producer's name (pulsar-client-go names its dead-letter producer
+// "topic-subscription-consumer-random-DLQ"), else the one whose consumer
+// got the latest delivery before the copy and still held it.
+func (l *Life) copySource(c Mark) string {
+	best := ""
+	for _, s := range l.Subs {
+		if strings.Contains(c.Producer, "-"+s.Name+"-") && len(s.Name) > len(best) {
+			best = s.Name
+		}
+	}
+	if best != "" {
+		return best
+	}
+	var latest uint64
+	for _, s := range l.Subs {
+		for _, ln := range s.Lanes {
+			for _, d := range ln.Deliveries {
+				if d.At.Seq < c.Seq && (d.End == nil || d.End.Seq > c.Seq) && d.At.Seq > latest {
+					best, latest = s.Name, d.At.Seq
+				}
+			}
+		}
+	}
+	return best
+}
+
+// LifeOf returns the life of one entry, or nil when the events never
+// mention it.
+func LifeOf(events []broker.Event, k Key) *Life {
+	ls := Lives(events, func(o Key) bool { return o == k })
+	if len(ls) == 0 {
+		return nil
+	}
+	return ls[0]
+}
+
+// Busiest returns the lives with the most marks first, at most n of them
+// (all when n <= 0); ties keep event order.
+func Busiest(lives []*Life, n int) []*Life {
+	out := append([]*Life(nil), lives...)
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i].Marks) > len(out[j].Marks) })
+	if n > 0 && len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// holder identifies one consumer: a name may come back on a new connection,
+// and two consumers may share a name.
+type holder struct {
+	topic, sub, consumer string
+	id                   uint64
+}
+
+type subKey struct{ topic, sub string }
+
+// builder follows events and keeps, per consumer, the deliveries it holds.
+type builder struct {
+	want    func(Key) bool
+	lives   map[Key]*Life
+	order   []*Life
+	held    map[holder]map[Key]*Delivery
+	touched map[subKey][]*Life // lives per subscription, for expiry and seeks
+}
+
+func (b *builder) wanted(k Key) bool { return b.want == nil || b.want(k) }
+
+// life returns the life of k, created on first use.
+func (b *builder) life(k Key) *Life {
+	l := b.lives[k]
+	if l == nil {
+		l = &Life{Key: k}
+		b.lives[k] = l
+		b.order = append(b.order, l)
+	}
+	return l
+}
+
+// sub returns the life's part on a subscription, created on first use.
+func (b *builder) sub(l *Life, name string) *SubLife {
+	for _, s := range l.Subs {
+		if s.Name == name {
+			return s
+		}
+	}
+	s := &SubLife{Name: name}
+	l.Subs = append(l.Subs, s)
+	sk := subKey{l.Topic, name}
+	b.touched[sk] = append(b.touched[sk], l)
+	return s
+}
+
+// lane returns the subscription's lane of a consumer, created on first use.
+func (s *SubLife) lane(consumer string) *Lane {
+	for _, ln := range s.Lanes {
+		if ln.Consumer == consumer {
+			return ln
+		}
+	}
+	ln := &Lane{Consumer: consumer}
+	s.Lanes = append(s.Lanes, ln)
+	return ln
+}
+
+func markOf(e *broker.Event, kind MarkKind) Mark {
+	return Mark{Seq: e.Seq, Time: e.Time, Kind: kind, Subscription: e.Subscription, Consumer: e.Consumer,
+		Count: e.RedeliveryCount, Cumulative: e.Cumulative, Producer: e.Producer, Reason: e.Reason}
+}
+
+func (b *builder) add(e *broker.Event) {
+	switch e.Kind {
+	case broker.EventPublished:
+		b.published(e)
+	case broker.EventDelivered:
+		b.delivered(e)
+	case broker.EventAcked:
+		b.acked(e)
+	case broker.EventRedeliveryAsked:
+		h := holder{e.Topic, e.Subscription, e.Consumer, e.ConsumerID}
+		if len(e.IDs) == 0 {
+			b.release(h, nil, markOf(e, MarkAsked))
+			return
+		}
+		keys := make([]Key, len(e.IDs))
+		for i, id := range e.IDs {
+			keys[i] = keyOf(e.Topic, id)
+		}
+		b.release(h, keys, markOf(e, MarkAsked))
+	case broker.EventConsumerClosed:
+		kind := MarkClosed
+		switch e.Reason {
+		case "disconnect":
+			kind = MarkCrashed
+		case "broker":
+			kind = MarkBrokerClosed
+		}
+		h := holder{e.Topic, e.Subscription, e.Consumer, e.ConsumerID}
+		b.release(h, nil, markOf(e, kind))
+		delete(b.held, h)
+	case broker.EventExpired:
+		b.expired(e)
+	case broker.EventSubscriptionSeek:
+		m := markOf(e, MarkSeek)
+		m.Target = e.ID.Entry
+		for _, l := range b.touched[subKey{e.Topic, e.Subscription}] {
+			if l.Ledger == e.ID.Ledger && l.Entry >= e.ID.Entry {
+				s := b.sub(l, e.Subscription)
+				s.settled = nil
+				s.Marks = append(s.Marks, m)
+				l.Marks = append(l.Marks, m)
+			}
+		}
+	}
+}
+
+func (b *builder) published(e *broker.Event) {
+	if k := keyOf(e.Topic, e.ID); b.wanted(k) {
+		l := b.life(k)
+		l.Published = markOf(e, MarkPublished)
+		l.Marks = append(l.Marks, l.Published)
+	}
+	origin, kind, ok := originOf(e)
+	if !ok || !b.wanted(origin) {
+		return
+	}
+	l := b.life(origin)
+	m := markOf(e, kind)
+	m.Copy = keyOf(e.Topic, e.ID)
+	m.Subscription = e.Properties["REAL_SUBSCRIPTION"]
+	l.Copies = append(l.Copies, m)
+	l.Marks = append(l.Marks, m)
+}
+
+func (b *builder) delivered(e *broker.Event) {
+	k := keyOf(e.Topic, e.ID)
+	if !b.wanted(k) {
+		return
+	}
+	l := b.life(k)
+	s := b.sub(l, e.Subscription)
+	s.settled = nil // a delivery after a settlement follows a seek
+	m := markOf(e, MarkDelivered)
+	d := &Delivery{At: m}
+	ln := s.lane(e.Consumer)
+	ln.Deliveries = append(ln.Deliveries, d)
+	l.Marks = append(l.Marks, m)
+	h := holder{e.Topic, e.Subscription, e.Consumer, e.ConsumerID}
+	if b.held[h] == nil {
+		b.held[h] = map[Key]*Delivery{}
+	}
+	b.held[h][k] = d
+}
+
+func (b *builder) acked(e *broker.Event) {
+	h := holder{e.Topic, e.Subscription, e.Consumer, e.ConsumerID}
+	m := markOf(e, MarkAcked)
+	if e.Cumulative {
+		// Every entry the consumer holds up to the acknowledged one.
+		for k := range b.held[h] {
+			if k.Ledger == e.ID.Ledger && k.Entry <= e.ID.Entry {
+				b.settle(k, h, m)
+			}
+		}
+		return
+	}
+	if k := keyOf(e.Topic, e.ID); b.wanted(k) {
+		b.settle(k, h, m)
+	}
+}
+
+// settle records the ack m of k by h, ending h's delivery of it or, when h
+// did not hold it, any other consumer's.
+func (b *builder) settle(k Key, h holder, m Mark) {
+	l := b.life(k)
+	s := b.sub(l, h.sub)
+	if s.settled != nil {
+		return // the entry was settled already
+	}
+	l.Marks = append(l.Marks, m)
+	s.settled = &m
+	if d := b.held[h][k]; d != nil {
+		d.End = s.settled
+		delete(b.held[h], k)
+		return
+	}
+	s.lane(h.consumer).Acks = append(s.lane(h.consumer).Acks, m)
+	for o, ds := range b.held {
+		if d := ds[k]; d != nil && o.topic == h.topic && o.sub == h.sub {
+			d.End = s.settled
+			delete(ds, k)
+		}
+	}
+}
+
+// release ends h's deliveries of keys (all it holds when keys is nil) with m.
+func (b *builder) release(h holder, keys []Key, m Mark) {
+	ds := b.held[h]
+	end := func(k Key, d *Delivery) {
+		l := b.lives[k]
+		l.Marks = append(l.Marks, m)
+		last := m
+		d.End = &last
+		delete(ds, k)
+	}
+	if keys == nil {
+		for _, k := range sortedKeys(ds) {
+			end(k, ds[k])
+		}
+		return
+	}
+	for _, k := range keys {
+		if d := ds[k]; d != nil {
+			end(k, d)
+		}
+	}
+}
+
+func sortedKeys(ds map[Key]*Delivery) []Key {
+	keys := make([]Key, 0, len(ds))
+	for k := range ds {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Entry < keys[j].Entry })
+	return keys
+}
+
+// expired settles the entries an expiry covered: From to ID, less those the
+// subscription had acknowledged already.
+func (b *builder) expired(e *broker.Event) {
+	m := markOf(e, MarkExpired)
+	expire := func(l *Life) {
+		s := b.sub(l, e.Subscription)
+		if s.settled != nil {
+			return
+		}
+		s.Marks = append(s.Marks, m)
+		l.Marks = append(l.Marks, m)
+		settled := m
+		s.settled = &settled
+		for o, ds := range b.held {
+			if d := ds[l.Key]; d != nil && o.sub == e.Subscription && o.topic == e.Topic {
+				d.End = s.settled
+				delete(ds, l.Key)
+			}
+		}
+	}
+	if e.From == (broker.MessageID{}) {
+		// No range: the entries up to ID that the subscription delivered.
+		for _, l := range b.touched[subKey{e.Topic, e.Subscription}] {
+			if l.Ledger == e.ID.Ledger && l.Entry <= e.ID.Entry {
+				expire(l)
+			}
+		}
+		return
+	}
+	for n := e.From.Entry; n <= e.ID.Entry; n++ {
+		if k := (Key{e.Topic, e.ID.Ledger, n}); b.wanted(k) {
+			expire(b.life(k))
+		}
+	}
+}
+
+// originOf returns the entry a dead-letter or retry-letter copy came from,
+// read from its REAL_TOPIC and ORIGIN_MESSAGE_ID properties. Clients write
+// the id as "ledger:entry:partition[:batch]" (Go, Java, Rust) or
+// "(ledger,entry,partition,batch)" (C++).
+func originOf(e *broker.Event) (Key, MarkKind, bool) {
+	origin, real := e.Properties["ORIGIN_MESSAGE_ID"], e.Properties["REAL_TOPIC"]
+	if origin == "" || real == "" {
+		return Key{}, "", false
+	}
+	parts := strings.FieldsFunc(origin, func(r rune) bool { return r == ':' || r == ',' || r == '(' || r == ')' })
+	if len(parts) < 2 {
+		return Key{}, "", false
+	}
+	l, err1 := strconv.ParseInt(parts[0], 10, 64)
+	n, err2 := strconv.ParseInt(parts[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return Key{}, "", false
+	}
+	kind := MarkDeadLetter
+	if _, ok := e.Properties["RECONSUMETIMES"]; ok {
+		kind = MarkRetryLetter
+	}
+	if tn, err := broker.ParseTopicName(real); err == nil {
+		real = tn.String()
+	}
+	return Key{real, l, n}, kind, true
+}
+
+// outcomeOf says where the message stands on s at the end of the events.
+func outcomeOf(l *Life, s *SubLife) Outcome {
+	if m := s.settled; m != nil {
+		if m.Kind == MarkExpired {
+			return Outcome{OutcomeExpired, "expired by message TTL"}
+		}
+		for _, c := range l.Copies {
+			if c.Seq <= m.Seq && c.Subscription == s.Name {
+				if c.Kind == MarkRetryLetter {
+					return Outcome{OutcomeRetried, fmt.Sprintf("copied to the retry topic %s, then acked", c.Copy.Topic)}
+				}
+				return Outcome{OutcomeDeadLettered, fmt.Sprintf("moved to the dead-letter topic %s, then acked", c.Copy.Topic)}
+			}
+		}
+		return Outcome{OutcomeAcked, "acked by " + m.Consumer}
+	}
+	for _, ln := range s.Lanes {
+		for _, d := range ln.Deliveries {
+			if d.End == nil {
+				return Outcome{OutcomeHeld, fmt.Sprintf("held by %s (redelivery count %d)", ln.Consumer, d.At.Count)}
+			}
+		}
+	}
+	return Outcome{OutcomeWaiting, "waiting to be delivered again"}
+}

@@ -1,0 +1,387 @@
+package view
+
+import (
+	"cmp"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pulsarsim/pulsarsim/broker"
+)
+
+// funcs are the helpers the templates use.
+var funcs = template.FuncMap{
+	"short":   shortTopic,
+	"clock":   func(t time.Time) string { return t.Format("15:04:05.000") },
+	"since":   since,
+	"id":      func(id broker.MessageID) string { return fmt.Sprintf("%d:%d", id.Ledger, id.Entry) },
+	"link":    link,
+	"picture": Picture,
+	"legend":  Legend,
+	"add":     func(a, b int) int { return a + b },
+	"plural": func(n int, one, many string) string {
+		if n == 1 {
+			return one
+		}
+		return many
+	},
+	"preview": preview,
+	"ago":     func(from, to time.Time) string { return since(to.Sub(from)) },
+	"deliveriesOn": func(l *Life, sub string) int {
+		n := 0
+		for _, m := range l.Marks {
+			if m.Kind == MarkDelivered && m.Subscription == sub {
+				n++
+			}
+		}
+		return n
+	},
+	"sub":        func(s broker.SubscriptionSnapshot, links bool) subView { return subView{s, links} },
+	"stylesheet": stylesheet,
+}
+
+// subView is a subscription as the "sub" template shows it; Links is off in
+// a report, which has no message pages to link to.
+type subView struct {
+	Sub   broker.SubscriptionSnapshot
+	Links bool
+}
+
+// link returns path with the query made of the key and value pairs kv.
+func link(path string, kv ...any) string {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		q.Set(fmt.Sprint(kv[i]), fmt.Sprint(kv[i+1]))
+	}
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
+}
+
+// preview shows a payload as text when it is printable, else as hex, cut
+// to a few hundred bytes.
+func preview(p []byte) string {
+	const most = 300
+	cut := ""
+	if len(p) > most {
+		p, cut = p[:most], fmt.Sprintf("… (%d bytes)", len(p))
+	}
+	s := string(p)
+	printable := strings.ToValidUTF8(s, "") == s && !strings.ContainsFunc(s, func(r rune) bool {
+		return r < 0x20 && r != '\n' && r != '\t'
+	})
+	if !printable {
+		s = fmt.Sprintf("% x", p)
+	}
+	return s + cut
+}
+
+// common is what every page shows in its frame.
+type common struct {
+	Title     string
+	BrokerURL string
+	History   Stats
+	Now       time.Time
+	// Topic is the topic the page is about, if any, for the breadcrumb.
+	Topic string
+}
+
+func (v *Handler) common(title, topic string) common {
+	return common{Title: title, BrokerURL: v.b.URL(), History: v.h.Stats(), Now: v.b.Clock().Now(), Topic: topic}
+}
+
+// TopicState is one topic with its subscriptions, as a page or a report
+// shows them.
+type TopicState struct {
+	broker.TopicSnapshot
+	Subs []broker.SubscriptionSnapshot
+	// Backlog sums the subscriptions' backlogs.
+	Backlog int64
+	// Copies counts the dead-letter and retry-letter copies made of the
+	// topic's messages, as far as the history reaches.
+	Copies int
+}
+
+// topicStates returns the state of the named topics (all when names is nil).
+func topicStates(b *broker.Broker, names []string, copies map[string]int) []TopicState {
+	if names == nil {
+		names = b.Topics()
+	}
+	var out []TopicState
+	for _, name := range names {
+		ts, ok := b.Topic(name)
+		if !ok {
+			continue
+		}
+		st := TopicState{TopicSnapshot: ts, Copies: copies[name]}
+		for _, sn := range ts.Subscriptions {
+			if s, ok := b.Subscription(name, sn); ok {
+				st.Subs = append(st.Subs, s)
+				st.Backlog += s.Backlog
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// copiesPerTopic counts, per original topic, the dead-letter and retry-letter
+// copies among the events.
+func copiesPerTopic(events []broker.Event) map[string]int {
+	out := map[string]int{}
+	for i := range events {
+		if e := &events[i]; e.Kind == broker.EventPublished && e.Properties != nil {
+			if k, _, ok := originOf(e); ok {
+				out[k.Topic]++
+			}
+		}
+	}
+	return out
+}
+
+type indexPage struct {
+	common
+	Topics []TopicState
+}
+
+func (v *Handler) index(w http.ResponseWriter, r *http.Request) {
+	render(w, r, "index", indexPage{
+		common: v.common("pulsarsim", ""),
+		Topics: topicStates(v.b, nil, copiesPerTopic(v.h.Events())),
+	})
+}
+
+// pageSize is the number of messages a topic page lists at once.
+const pageSize = 50
+
+// msgRow is one message in a topic's list.
+type msgRow struct {
+	*Life
+	Deliveries int
+	MaxCount   int32
+}
+
+type topicPage struct {
+	common
+	State TopicState
+	// Lives counts the topic's messages the history holds.
+	Lives int
+	// Copied lists the messages with dead-letter or retry-letter copies.
+	Copied []*Life
+	Rows   []msgRow
+	// Sort and Filter are the list's order and filter; Matching counts the
+	// messages the filter keeps; From is the index of the first row shown.
+	Sort, Filter string
+	Matching     int
+	From         int
+	Sorts        []string
+	Filters      []string
+}
+
+// Sort orders and filters of a topic's message list.
+var (
+	sorts   = []string{"entry", "busiest", "recent"}
+	filters = []string{"all", "redelivered", "dead-lettered", "unsettled"}
+)
+
+func (v *Handler) topic(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("name")
+	tn, err := broker.ParseTopicName(name)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	full := tn.String()
+	events := v.h.Events()
+	states := topicStates(v.b, []string{full}, nil)
+	if len(states) == 0 {
+		http.Error(w, "no topic "+full, http.StatusNotFound)
+		return
+	}
+	lives := Lives(events, func(k Key) bool { return k.Topic == full })
+	p := topicPage{common: v.common(shortTopic(full), full), State: states[0], Lives: len(lives),
+		Sort: pick(r.URL.Query().Get("sort"), sorts), Filter: pick(r.URL.Query().Get("filter"), filters),
+		Sorts: sorts, Filters: filters}
+	p.State.Copies = 0
+	rows := make([]msgRow, 0, len(lives))
+	for _, l := range lives {
+		p.State.Copies += len(l.Copies)
+		if len(l.Copies) > 0 {
+			p.Copied = append(p.Copied, l)
+		}
+		row := msgRow{Life: l}
+		row.Deliveries, row.MaxCount = l.Deliveries()
+		if keep(row, p.Filter) {
+			rows = append(rows, row)
+		}
+	}
+	sortRows(rows, p.Sort)
+	p.Matching = len(rows)
+	p.From, _ = strconv.Atoi(r.URL.Query().Get("from"))
+	p.From = max(0, min(p.From, len(rows)-1))
+	p.Rows = rows[p.From:min(p.From+pageSize, len(rows))]
+	render(w, r, "topic", p)
+}
+
+// pick returns s when it is one of choices, else the first choice.
+func pick(s string, choices []string) string {
+	if slices.Contains(choices, s) {
+		return s
+	}
+	return choices[0]
+}
+
+// keep reports whether a message passes a list filter.
+func keep(r msgRow, filter string) bool {
+	switch filter {
+	case "redelivered":
+		return r.MaxCount > 0 || r.Deliveries > len(r.Subs)
+	case "dead-lettered":
+		return len(r.Copies) > 0
+	case "unsettled":
+		for _, s := range r.Subs {
+			if s.Outcome.Kind == OutcomeHeld || s.Outcome.Kind == OutcomeWaiting {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+func sortRows(rows []msgRow, by string) {
+	switch by {
+	case "entry":
+		slices.SortStableFunc(rows, func(a, b msgRow) int {
+			return cmp.Or(cmp.Compare(a.Ledger, b.Ledger), cmp.Compare(a.Entry, b.Entry))
+		})
+	case "busiest":
+		slices.SortStableFunc(rows, func(a, b msgRow) int { return cmp.Compare(len(b.Marks), len(a.Marks)) })
+	case "recent":
+		slices.SortStableFunc(rows, func(a, b msgRow) int { return b.End().Compare(a.End()) })
+	}
+}
+
+type messagePage struct {
+	common
+	Life *Life
+	// Stored are the entry's messages (several for a batch), when the topic
+	// still holds it.
+	Stored []broker.Message
+	// Standing says where the entry is now on each subscription.
+	Standing []standing
+}
+
+// standing is where an entry stands now on one subscription.
+type standing struct {
+	Sub, Where string
+	Class      string
+}
+
+func (v *Handler) message(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	tn, err := broker.ParseTopicName(q.Get("topic"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var k Key
+	if _, err := fmt.Sscanf(q.Get("id"), "%d:%d", &k.Ledger, &k.Entry); err != nil {
+		http.Error(w, "id: want ledger:entry", http.StatusBadRequest)
+		return
+	}
+	k.Topic = tn.String()
+	l := LifeOf(v.h.Events(), k)
+	if l == nil {
+		http.Error(w, "the history holds no event of message "+k.String(), http.StatusNotFound)
+		return
+	}
+	p := messagePage{common: v.common(fmt.Sprintf("%d:%d · %s", k.Ledger, k.Entry, shortTopic(k.Topic)), k.Topic), Life: l}
+	if ms, err := v.b.Messages(k.Topic); err == nil {
+		for _, m := range ms {
+			if m.ID.Ledger == k.Ledger && m.ID.Entry == k.Entry {
+				p.Stored = append(p.Stored, m)
+			}
+		}
+	}
+	if st := topicStates(v.b, []string{k.Topic}, nil); len(st) > 0 {
+		for _, s := range st[0].Subs {
+			p.Standing = append(p.Standing, standingOf(s, k))
+		}
+	}
+	render(w, r, "message", p)
+}
+
+// standingOf says where entry k is on subscription s now.
+func standingOf(s broker.SubscriptionSnapshot, k Key) standing {
+	at := func(id broker.MessageID) bool { return id.Ledger == k.Ledger && id.Entry == k.Entry }
+	st := standing{Sub: s.Name}
+	for _, c := range s.Consumers {
+		for _, p := range c.Pending {
+			if at(p.ID) {
+				st.Where, st.Class = fmt.Sprintf("pending at %s with redelivery count %d", c.Name, p.RedeliveryCount), "held"
+				return st
+			}
+		}
+	}
+	switch {
+	case k.Ledger < s.MarkDelete.Ledger || k.Ledger == s.MarkDelete.Ledger && k.Entry <= s.MarkDelete.Entry:
+		st.Where, st.Class = "acknowledged (at or before the mark-delete position)", "acked"
+	case slices.ContainsFunc(s.Acked, at):
+		st.Where, st.Class = "acknowledged (individually, after the mark-delete position)", "acked"
+	case slices.ContainsFunc(s.Replay, at):
+		st.Where, st.Class = "in the replay queue, to be delivered again", "waiting"
+	case k.Ledger > s.ReadPosition.Ledger || k.Ledger == s.ReadPosition.Ledger && k.Entry >= s.ReadPosition.Entry:
+		st.Where, st.Class = "in the backlog, not read yet", "waiting"
+	default:
+		st.Where, st.Class = "in the backlog", "waiting"
+	}
+	return st
+}
+
+// Report is what a report shows: the state of the topics and the lives of
+// some messages.
+type Report struct {
+	Title string
+	// Note says why the report was written; Failed marks it as the report
+	// of a failure.
+	Note      string
+	Failed    bool
+	BrokerURL string
+	Generated time.Time
+	History   Stats
+	Topics    []TopicState
+	Lives     []*Life
+	// Others counts the messages the history holds beyond those in Lives.
+	Others int
+}
+
+// NewReport gathers a report of broker b from events: the state of its
+// topics, and the lives of the busiest messages, at most max of them (all
+// when max <= 0).
+func NewReport(b *broker.Broker, events []broker.Event, max int) Report {
+	all := Lives(events, nil)
+	busiest := Busiest(all, max)
+	return Report{BrokerURL: b.URL(), Generated: time.Now(), Topics: topicStates(b, nil, copiesPerTopic(events)),
+		Lives: busiest, Others: len(all) - len(busiest)}
+}
+
+// reportSize is the number of messages in a report downloaded from the view.
+const reportSize = 20
+
+func (v *Handler) report(w http.ResponseWriter, r *http.Request) {
+	rep := NewReport(v.b, v.h.Events(), reportSize)
+	rep.Title = "pulsarsim report"
+	rep.Note = fmt.Sprintf("The %d busiest messages of the broker at %s.", len(rep.Lives), v.b.URL())
+	rep.History = v.h.Stats()
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := WriteReport(w, rep); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}

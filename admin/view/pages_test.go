@@ -1,0 +1,122 @@
+package view_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// get fetches u and returns its status and body.
+func get(t *testing.T, u string, header ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+func TestViewPagesOfTheOrdersScenario(t *testing.T) {
+	b, ids := runOrders(t)
+	base := b.ViewURL()
+	topicURL := base + "topic?name=" + url.QueryEscape(ordersFull)
+
+	t.Run("the index lists both topics", func(t *testing.T) {
+		code, body := get(t, base)
+		for _, want := range []string{`data-topic="persistent://public/default/orders"`, `data-topic="persistent://public/default/orders-dlq"`} {
+			if code != 200 || !strings.Contains(body, want) {
+				t.Fatalf("%d, body lacks %s:\n%s", code, want, body)
+			}
+		}
+	})
+	t.Run("the topic page lists every message and the dead-letter copy", func(t *testing.T) {
+		code, body := get(t, topicURL)
+		if code != 200 || strings.Count(body, `<tr class="msg"`) != len(payloads) {
+			t.Fatalf("%d, %d message rows, want %d", code, strings.Count(body, `<tr class="msg"`), len(payloads))
+		}
+		if want := `data-entry="` + idText(ids["poison"]) + `" data-copy-topic="persistent://public/default/orders-dlq"`; !strings.Contains(body, want) {
+			t.Fatalf("no copy row %s", want)
+		}
+	})
+	t.Run("a refresh gets the main part only", func(t *testing.T) {
+		code, body := get(t, topicURL, "X-View-Part", "main")
+		if code != 200 || strings.Contains(body, "<html") || !strings.Contains(body, `<tr class="msg"`) {
+			t.Fatalf("%d:\n%s", code, body)
+		}
+	})
+	t.Run("a message page draws its life", func(t *testing.T) {
+		code, body := get(t, messageURL(base, ordersFull, idText(ids["poison"])))
+		if code != 200 || !strings.Contains(body, `<svg class="life"`) || !strings.Contains(body, `data-outcome="dead-lettered"`) {
+			t.Fatalf("%d:\n%s", code, body)
+		}
+	})
+	t.Run("bad requests", func(t *testing.T) {
+		for u, want := range map[string]int{
+			base + "topic?name=" + url.QueryEscape("persistent://public/default/nowhere"): 404,
+			base + "topic?name=" + url.QueryEscape("bad://name"):                          400,
+			messageURL(base, ordersFull, "x"):                                             400,
+			messageURL(base, ordersFull, "1:999"):                                         404,
+			base + "nothing-here":                                                         404,
+		} {
+			if code, _ := get(t, u); code != want {
+				t.Errorf("GET %s: %d, want %d", u, code, want)
+			}
+		}
+	})
+	t.Run("the style sheet and the script are served", func(t *testing.T) {
+		for _, f := range []string{"static/view.css", "static/view.js"} {
+			if code, body := get(t, base+f); code != 200 || len(body) < 500 {
+				t.Errorf("GET %s: %d, %d bytes", f, code, len(body))
+			}
+		}
+	})
+}
+
+func TestLiveStreamAnnouncesNewEvents(t *testing.T) {
+	b, _ := runOrders(t)
+	ctx, cancel := context.WithCancel(ctxFor(t))
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.ViewURL()+"events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	lines := bufio.NewScanner(resp.Body)
+	next := func() string {
+		for lines.Scan() {
+			if d, ok := strings.CutPrefix(lines.Text(), "data: "); ok {
+				return d
+			}
+		}
+		t.Fatalf("stream ended: %v", lines.Err())
+		return ""
+	}
+	first := next()
+	produce(ctx, t, b, ordersTopic, "late")
+	if second := next(); second == first {
+		t.Fatalf("the stream announced %s twice", first)
+	}
+}

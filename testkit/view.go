@@ -1,0 +1,104 @@
+package testkit
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pulsarsim/pulsarsim/admin/view"
+)
+
+// ReportDirEnv names the environment variable that sets the folder where a
+// failing test's report is written. Without it the report goes to the
+// test's artifact folder (testing.T.ArtifactDir), which `go test -artifacts`
+// keeps and a plain `go test` removes when the test ends.
+const ReportDirEnv = "PULSARSIM_REPORT_DIR"
+
+// reportSize is the number of messages a report pictures.
+const reportSize = 12
+
+// viewServer serves the broker's web view for the test.
+type viewServer struct {
+	once sync.Once
+	url  string
+}
+
+// ViewURL returns the address of the broker's live web view,
+// "http://127.0.0.1:PORT/view/": its topics, subscriptions, consumers and
+// pending entries, and a picture of any message's life. The view is served
+// from the first call until the test ends.
+func (b *Broker) ViewURL() string {
+	b.tb.Helper()
+	b.view.once.Do(func() {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.tb.Fatalf("pulsarsim: listen for the view: %v", err)
+		}
+		v := view.New(b.srv, b.history)
+		mux := http.NewServeMux()
+		mux.Handle("/view/", http.StripPrefix("/view", v))
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		b.tb.Cleanup(func() {
+			v.Close()
+			srv.Close()
+		})
+		b.view.url = "http://" + ln.Addr().String() + "/view/"
+	})
+	return b.view.url
+}
+
+// WriteReport writes a report of the broker to path, as one self-contained
+// HTML file: the state of every topic and subscription, and a picture of the
+// life of each of the busiest messages (the ones with the most events), as
+// a failing test's report has.
+func (b *Broker) WriteReport(path string) error {
+	return b.writeReport(path, fmt.Sprintf("What the broker saw during %s.", b.tb.Name()), false)
+}
+
+func (b *Broker) writeReport(path, note string, failed bool) error {
+	rep := view.NewReport(b.srv, b.Events(), reportSize)
+	rep.Title = b.tb.Name()
+	rep.Note, rep.Failed = note, failed
+	rep.History = b.history.Stats()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := view.WriteReport(f, rep); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// reportFailure writes the failing test's report and logs where it is.
+func (b *Broker) reportFailure() {
+	dir, kept := os.Getenv(ReportDirEnv), true
+	if dir == "" {
+		dir = b.tb.ArtifactDir()
+		f := flag.Lookup("test.artifacts")
+		kept = f != nil && f.Value.String() == "true"
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.tb.Logf("pulsarsim: no report: %v", err)
+		return
+	}
+	name := strings.NewReplacer("/", "__", "\\", "_", ":", "_", " ", "_").Replace(b.tb.Name())
+	path := filepath.Join(dir, name+".html")
+	note := fmt.Sprintf("%s failed. These are the lives of its busiest messages, as the broker saw them.", b.tb.Name())
+	if err := b.writeReport(path, note, true); err != nil {
+		b.tb.Logf("pulsarsim: no report: %v", err)
+		return
+	}
+	how := ""
+	if !kept {
+		how = fmt.Sprintf(" (removed when the test ends: set %s, or run go test -artifacts, to keep it)", ReportDirEnv)
+	}
+	b.tb.Logf("pulsarsim: pictures of the busiest messages' lives: %s%s", path, how)
+}
