@@ -1,0 +1,166 @@
+package view_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pulsarsim/pulsarsim/broker"
+	"github.com/pulsarsim/pulsarsim/internal/chromium"
+)
+
+// ScreenshotDirEnv names the environment variable that sets where the browser
+// tests save their screenshots (the README's images are made with it set to
+// docs/); without it they go to the test's artifact folder.
+const screenshotDirEnv = "PULSARSIM_SCREENSHOTS"
+
+func screenshotDir(t *testing.T) string {
+	if d := os.Getenv(screenshotDirEnv); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.ArtifactDir()
+}
+
+// save writes a screenshot of the page's top maxHeight CSS pixels.
+func save(ctx context.Context, t *testing.T, p *chromium.Page, name string, maxHeight int) {
+	t.Helper()
+	png, err := p.Screenshot(ctx, maxHeight)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(screenshotDir(t), name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot %s (%d bytes)", path, len(png))
+}
+
+// page opens a tab of 1280 × 900 CSS pixels.
+func page(ctx context.Context, t *testing.T, br *chromium.Browser) *chromium.Page {
+	t.Helper()
+	p, err := br.NewPage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	if err := p.SetViewport(ctx, 1280, 900, 1); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func open(ctx context.Context, t *testing.T, p *chromium.Page, u string) {
+	t.Helper()
+	if err := p.Navigate(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func messageURL(base, topic, id string) string {
+	return base + "message?" + url.Values{"topic": {topic}, "id": {id}}.Encode()
+}
+
+// eval evaluates a JavaScript expression in the page and decodes its value
+// into out.
+func eval(ctx context.Context, t *testing.T, p *chromium.Page, expr string, out any) {
+	t.Helper()
+	if err := p.Eval(ctx, expr, out); err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+}
+
+// lanesInPage reads the picture's lanes of a subscription from the DOM:
+// per consumer, the redelivery counts of its deliveries.
+func lanesInPage(ctx context.Context, t *testing.T, p *chromium.Page, sub string) map[string][]int32 {
+	t.Helper()
+	out := map[string][]int32{}
+	eval(ctx, t, p, `Object.fromEntries([...document.querySelectorAll('svg.life g.lane[data-sub="`+sub+`"]')].map(g =>
+		[g.dataset.consumer, [...g.querySelectorAll('.mark[data-kind="delivered"]')].map(m => +m.dataset.count)]))`, &out)
+	return out
+}
+
+func TestBrowserShowsTheLivesOfTheScenario(t *testing.T) {
+	br := chromium.ForTest(t)
+	b, ids := runOrders(t)
+	ctx := ctxFor(t)
+	events := b.Events()
+	p := page(ctx, t, br)
+	base := b.ViewURL()
+
+	// The poison message: its lanes, counts, requests, copy and outcomes.
+	open(ctx, t, p, messageURL(base, ordersFull, idText(ids["poison"])))
+	for _, sub := range []string{workers, audit} {
+		if diff := cmp.Diff(deliveriesOf(events, sub, ids["poison"]), lanesInPage(ctx, t, p, sub)); diff != "" {
+			t.Errorf("lanes of %s in the page (-broker events +page):\n%s", sub, diff)
+		}
+	}
+	var asked int
+	eval(ctx, t, p, `document.querySelectorAll('svg.life g.lane[data-sub="workers"] .mark[data-kind="redelivery-asked"]').length`, &asked)
+	if want := countKind(events, broker.EventRedeliveryAsked, workers, ids["poison"]); asked != want || want == 0 {
+		t.Errorf("%d redelivery requests drawn, %d in the events", asked, want)
+	}
+	var outcomes map[string]string
+	eval(ctx, t, p, `Object.fromEntries([...document.querySelectorAll('svg.life g.row-sub')].map(g => [g.dataset.sub, g.dataset.outcome]))`, &outcomes)
+	if diff := cmp.Diff(map[string]string{workers: "dead-lettered", audit: "acked"}, outcomes); diff != "" {
+		t.Errorf("outcomes (-want +page):\n%s", diff)
+	}
+	var copyID string
+	eval(ctx, t, p, `document.querySelector('svg.life g.copy').dataset.copy`, &copyID)
+	if dead := b.Messages(deadTopic); copyID != idText(dead[0].ID) {
+		t.Errorf("the picture's copy is %s, the dead-letter topic holds %s", copyID, idText(dead[0].ID))
+	}
+	save(ctx, t, p, "view.png", 560)
+
+	// The message whose consumer crashed.
+	open(ctx, t, p, messageURL(base, ordersFull, idText(ids["crash-once"])))
+	var crashed int
+	eval(ctx, t, p, `document.querySelectorAll('svg.life g.lane[data-sub="workers"] .mark[data-kind="crashed"]').length`, &crashed)
+	if crashed != 1 {
+		t.Errorf("%d crashes drawn, want 1", crashed)
+	}
+
+	// The topic page lists the messages, and a new one appears by itself.
+	open(ctx, t, p, base+"topic?name="+url.QueryEscape(ordersFull))
+	var rows int
+	eval(ctx, t, p, `document.querySelectorAll('tr.msg').length`, &rows)
+	if rows != len(payloads) {
+		t.Fatalf("%d message rows, want %d", rows, len(payloads))
+	}
+	produce(ctx, t, b, ordersTopic, "late")
+	eval(ctx, t, p, `new Promise((done, fail) => {
+		const start = Date.now();
+		(function look() {
+			const n = document.querySelectorAll('tr.msg').length;
+			if (n > `+fmt.Sprint(len(payloads))+`) done(n);
+			else if (Date.now() - start > 30000) fail(new Error('no new row after 30 s'));
+			else setTimeout(look, 50);
+		})();
+	})`, &rows)
+	if rows != len(payloads)+1 {
+		t.Errorf("%d message rows after a new message, want %d", rows, len(payloads)+1)
+	}
+
+	// The report a failing test writes: the same scenario in a child test
+	// that fails.
+	rep := failingReport(t, t.TempDir())
+	open(ctx, t, p, "file://"+rep)
+	var pictures int
+	eval(ctx, t, p, `document.querySelectorAll('svg.life').length`, &pictures)
+	if pictures != len(payloads)+1 { // and the dead letter
+		t.Errorf("%d pictures in the report, want %d", pictures, len(payloads)+1)
+	}
+	var failed bool
+	eval(ctx, t, p, `document.querySelector('.note.failed').textContent.includes('TestScenarioThatFails failed')`, &failed)
+	if !failed {
+		t.Error("the report does not say the test failed")
+	}
+	save(ctx, t, p, "report.png", 1100)
+}
