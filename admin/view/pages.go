@@ -92,6 +92,13 @@ type common struct {
 	Topic string
 }
 
+// events returns the history's events, once every event the broker emitted
+// so far has reached it.
+func (v *Handler) events() []broker.Event {
+	v.b.DeliverEvents()
+	return v.h.Events()
+}
+
 func (v *Handler) common(title, topic string) common {
 	return common{Title: title, BrokerURL: v.b.URL(), History: v.h.Stats(), Now: v.b.Clock().Now(), Topic: topic}
 }
@@ -153,7 +160,7 @@ type indexPage struct {
 func (v *Handler) index(w http.ResponseWriter, r *http.Request) {
 	render(w, r, "index", indexPage{
 		common: v.common("pulsarsim", ""),
-		Topics: topicStates(v.b, nil, copiesPerTopic(v.h.Events())),
+		Topics: topicStates(v.b, nil, copiesPerTopic(v.events())),
 	})
 }
 
@@ -198,7 +205,7 @@ func (v *Handler) topic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	full := tn.String()
-	events := v.h.Events()
+	events := v.events()
 	states := topicStates(v.b, []string{full}, nil)
 	if len(states) == 0 {
 		http.Error(w, "no topic "+full, http.StatusNotFound)
@@ -297,7 +304,7 @@ func (v *Handler) message(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k.Topic = tn.String()
-	l := LifeOf(v.h.Events(), k)
+	l := LifeOf(v.events(), k)
 	if l == nil {
 		http.Error(w, "the history holds no event of message "+k.String(), http.StatusNotFound)
 		return
@@ -376,7 +383,7 @@ func NewReport(b *broker.Broker, events []broker.Event, max int) Report {
 const reportSize = 20
 
 func (v *Handler) report(w http.ResponseWriter, r *http.Request) {
-	rep := NewReport(v.b, v.h.Events(), reportSize)
+	rep := NewReport(v.b, v.events(), reportSize)
 	rep.Title = "pulsarsim report"
 	rep.Note = fmt.Sprintf("The %d busiest messages of the broker at %s.", len(rep.Lives), v.b.URL())
 	rep.History = v.h.Stats()

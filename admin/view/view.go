@@ -49,7 +49,7 @@ func New(b *broker.Broker, h *History) *Handler {
 	v.mux.HandleFunc("GET /topic", v.topic)
 	v.mux.HandleFunc("GET /message", v.message)
 	v.mux.HandleFunc("GET /report.html", v.report)
-	v.mux.HandleFunc("GET /events", v.events)
+	v.mux.HandleFunc("GET /events", v.stream)
 	v.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	return v
 }
@@ -64,9 +64,9 @@ func (v *Handler) Close() { v.closeOnce.Do(func() { close(v.done) }) }
 // livePoll is how often a live-update stream looks for new events.
 const livePoll = 250 * time.Millisecond
 
-// events streams the history's newest sequence number as server-sent events
+// stream streams the history's newest sequence number as server-sent events
 // whenever it changes, and a comment now and then to keep the stream open.
-func (v *Handler) events(w http.ResponseWriter, r *http.Request) {
+func (v *Handler) stream(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
