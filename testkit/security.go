@@ -2,12 +2,16 @@ package testkit
 
 import (
 	"crypto/rand"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/pulsarsim/pulsarsim/auth"
 	"github.com/pulsarsim/pulsarsim/broker"
+	"github.com/pulsarsim/pulsarsim/issuer"
 )
 
 // securitySettings are the TLS and authentication choices of Start.
@@ -17,6 +21,7 @@ type securitySettings struct {
 	anonymousRole          string
 	authorization          bool
 	superUsers             []string
+	oauth2                 bool
 }
 
 func (s securitySettings) authentication() bool { return s.token || s.tlsAuth }
@@ -36,6 +41,11 @@ func WithTLSClientCertRequired() Option {
 // the test; b.Token signs tokens with it. Clients without credentials get
 // the anonymous role if WithAnonymousRole set one, else are refused.
 func WithTokenAuth() Option { return func(s *settings) { s.sec.token = true } }
+
+// WithOAuth2 turns on token authentication (as WithTokenAuth) and serves an
+// OAuth2 issuer whose tokens the broker accepts: register clients with
+// b.AddOAuth2Client, and give a Pulsar client b.OAuth2Authentication.
+func WithOAuth2() Option { return func(s *settings) { s.sec.token, s.sec.oauth2 = true, true } }
 
 // WithTLSAuth turns on TLS authentication (and TLS): a client certificate's
 // common name is the role (see b.ClientCertificate).
@@ -185,3 +195,56 @@ func (b *Broker) SetTenantAdmins(tenant string, roles ...string) {
 // Connections returns the broker's client connections: role, provider,
 // credential expiry and whether a refresh challenge is pending.
 func (b *Broker) Connections() []broker.ConnectionSnapshot { return b.srv.Connections() }
+
+// startIssuer serves the OAuth2 issuer on a loopback port of its own.
+func (b *Broker) startIssuer() {
+	b.issuer = &issuer.Issuer{Key: b.secret, Now: b.srv.Clock().Now}
+	b.issuerSrv = httptest.NewServer(b.issuer)
+}
+
+// OAuth2IssuerURL returns the issuer URL (Start needs WithOAuth2).
+func (b *Broker) OAuth2IssuerURL() string {
+	b.tb.Helper()
+	b.needIssuer()
+	return b.issuerSrv.URL
+}
+
+// AddOAuth2Client registers a client of the issuer; its tokens carry role.
+func (b *Broker) AddOAuth2Client(clientID, clientSecret, role string) {
+	b.tb.Helper()
+	b.needIssuer()
+	b.issuer.AddClient(clientID, issuer.Client{Secret: clientSecret, Role: role})
+}
+
+// OAuth2Authentication returns pulsar-client-go's OAuth2 client-credentials
+// authentication for a client of the issuer, with its key file written to
+// the test's folder.
+func (b *Broker) OAuth2Authentication(clientID, clientSecret string) pulsar.Authentication {
+	b.tb.Helper()
+	b.needIssuer()
+	key, err := json.Marshal(map[string]string{"type": "client_credentials", "client_id": clientID,
+		"client_secret": clientSecret, "issuer_url": b.issuerSrv.URL})
+	if err != nil {
+		b.tb.Fatal(err)
+	}
+	f, err := os.CreateTemp(b.tb.TempDir(), "oauth2-key-*.json")
+	if err == nil {
+		_, err = f.Write(key)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		b.tb.Fatalf("pulsarsim: OAuth2 key file: %v", err)
+	}
+	return pulsar.NewAuthenticationOAuth2(map[string]string{
+		"type": "client_credentials", "issuerUrl": b.issuerSrv.URL, "clientId": clientID, "privateKey": f.Name(),
+	})
+}
+
+func (b *Broker) needIssuer() {
+	b.tb.Helper()
+	if b.issuer == nil {
+		b.tb.Fatal("pulsarsim: no OAuth2 issuer; start the broker with testkit.WithOAuth2()")
+	}
+}

@@ -214,3 +214,20 @@ func TestExpiredTokenThatIsNotRefreshedClosesTheConnection(t *testing.T) {
 		return len(got.Producers) == 0
 	})
 }
+
+func TestOAuth2ClientCredentialsWorkEndToEnd(t *testing.T) {
+	b := testkit.Start(t, testkit.WithOAuth2(), testkit.WithAuthorization("admin"))
+	b.AddOAuth2Client("billing", "s3cret", "billing-service")
+	b.GrantNamespace("public/default", "billing-service", auth.ActionProduce, auth.ActionConsume)
+	c := b.Client(func(o *pulsar.ClientOptions) { o.Authentication = b.OAuth2Authentication("billing", "s3cret") })
+	if err := roundTrip(t, c, "invoices"); err != nil {
+		t.Fatal(err)
+	}
+	if conns := b.Connections(); len(conns) != 1 || conns[0].Role != "billing-service" || conns[0].AuthExpiry.IsZero() {
+		t.Fatalf("connections %+v", conns)
+	}
+	wrong := b.Client(quickClient, func(o *pulsar.ClientOptions) { o.Authentication = b.OAuth2Authentication("billing", "guess") })
+	if _, err := wrong.CreateProducer(pulsar.ProducerOptions{Topic: "invoices"}); err == nil {
+		t.Fatal("a client with the wrong secret produced")
+	}
+}

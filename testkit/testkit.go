@@ -3,6 +3,7 @@
 package testkit
 
 import (
+	"net/http/httptest"
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/pulsarsim/pulsarsim/admin/view"
 	"github.com/pulsarsim/pulsarsim/broker"
+	"github.com/pulsarsim/pulsarsim/issuer"
 )
 
 // Broker is a pulsarsim broker started for one test. It shows the test API
@@ -24,6 +26,9 @@ type Broker struct {
 
 	ca     *testCA // with WithTLS
 	secret []byte  // token secret, with WithTokenAuth
+
+	issuer    *issuer.Issuer // with WithOAuth2
+	issuerSrv *httptest.Server
 }
 
 // Option configures what Start starts: the broker's own options
@@ -68,6 +73,10 @@ func Start(tb testing.TB, opts ...Option) *Broker {
 	b.OnEvent(tk.history.Record)
 	if err := b.Listen("127.0.0.1:0"); err != nil {
 		tb.Fatalf("pulsarsim: start broker: %v", err)
+	}
+	if set.sec.oauth2 {
+		tk.startIssuer()
+		tb.Cleanup(tk.issuerSrv.Close)
 	}
 	if set.sec.tls {
 		if err := tk.startTLS(set.sec); err != nil {

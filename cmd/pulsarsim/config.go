@@ -8,12 +8,14 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/pulsarsim/pulsarsim/auth"
 	"github.com/pulsarsim/pulsarsim/broker"
+	"github.com/pulsarsim/pulsarsim/issuer"
 )
 
 // securityFlags are the TLS, authentication, authorization and listener
@@ -28,6 +30,7 @@ type securityFlags struct {
 	authorization                        *bool
 	superUsers                           *string
 	refresh                              *time.Duration
+	oauth2Clients                        *string
 }
 
 func addSecurityFlags(fs *flag.FlagSet) *securityFlags {
@@ -48,6 +51,7 @@ func addSecurityFlags(fs *flag.FlagSet) *securityFlags {
 		anonymous:         fs.String("anonymous-role", "", "role of clients without credentials (anonymousUserRole; empty: refuse them)"),
 		authorization:     fs.Bool("authorization", false, "enforce permissions (authorizationEnabled)"),
 		superUsers:        fs.String("superusers", "", "super-user roles, comma-separated (superUserRoles)"),
+		oauth2Clients:     fs.String("oauth2-clients", "", "serve an OAuth2 issuer on the HTTP side for these clients, id:secret[:role] comma-separated (needs -token-secret-key)"),
 		refresh:           fs.Duration("auth-refresh", 60*time.Second, "how often expired credentials are challenged (authenticationRefreshCheckSeconds)"),
 	}
 }
@@ -280,4 +284,42 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// httpHandler wraps the admin handler with the OAuth2 issuer when
+// -oauth2-clients names clients: its discovery document and token endpoint
+// sit beside the admin API, and its tokens are signed with the token
+// provider's secret key.
+func (s *securityFlags) httpHandler(admin http.Handler) (http.Handler, error) {
+	if *s.oauth2Clients == "" {
+		return admin, nil
+	}
+	if *s.secretKey == "" {
+		return nil, errors.New("-oauth2-clients needs -token-secret-key: the issuer signs with it")
+	}
+	data, err := readKey(*s.secretKey)
+	if err != nil {
+		return nil, err
+	}
+	secret, err := auth.DecodeSecretKey(data)
+	if err != nil {
+		return nil, err
+	}
+	iss := &issuer.Issuer{Key: secret}
+	for _, c := range splitList(*s.oauth2Clients) {
+		parts := strings.SplitN(c, ":", 3)
+		if len(parts) < 2 || parts[0] == "" {
+			return nil, fmt.Errorf("OAuth2 client %q: want id:secret[:role]", c)
+		}
+		role := ""
+		if len(parts) == 3 {
+			role = parts[2]
+		}
+		iss.AddClient(parts[0], issuer.Client{Secret: parts[1], Role: role})
+	}
+	mux := http.NewServeMux()
+	mux.Handle(issuer.DiscoveryPath, iss)
+	mux.Handle(issuer.TokenPath, iss)
+	mux.Handle("/", admin)
+	return mux, nil
 }

@@ -89,6 +89,11 @@ func run(args []string) error {
 		return err
 	}
 	logger.Info("pulsarsim serving", "url", b.URL())
+	httpHandler, err := sec.httpHandler(b.AdminHandler())
+	if err != nil {
+		b.Close()
+		return err
+	}
 	if tlsCfg != nil {
 		if err := b.ListenTLS(*sec.tlsAddr, tlsCfg); err != nil {
 			b.Close()
@@ -103,7 +108,7 @@ func run(args []string) error {
 			b.Close()
 			return err
 		}
-		srv = &http.Server{Handler: b.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
+		srv = &http.Server{Handler: httpHandler, ReadHeaderTimeout: 10 * time.Second}
 		go srv.Serve(ln)
 		logger.Info("pulsarsim admin API serving", "url", "http://"+ln.Addr().String())
 	}
@@ -114,7 +119,7 @@ func run(args []string) error {
 			b.Close()
 			return err
 		}
-		tlsSrv = &http.Server{Handler: b.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
+		tlsSrv = &http.Server{Handler: httpHandler, ReadHeaderTimeout: 10 * time.Second}
 		go tlsSrv.Serve(tls.NewListener(ln, tlsCfg))
 		logger.Info("pulsarsim admin API serving TLS", "url", "https://"+ln.Addr().String())
 	}
