@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pulsarsim/pulsarsim/admin/view"
 	"github.com/pulsarsim/pulsarsim/broker"
 )
 
@@ -52,6 +53,9 @@ func run(args []string) error {
 	fs.IntVar(&limits.MaxConnectionsPerIP, "max-connections-per-ip", 0, "brokerMaxConnectionsPerIp (0: no limit)")
 	handshakeTimeout := fs.Duration("handshake-timeout", 0,
 		"close a connection whose handshake is not done by then (0: the keep-alive interval, 30s, as Pulsar)")
+	serveView := fs.Bool("view", true, "serve the web view at /view/ on the admin HTTP port")
+	viewHistory := fs.Int("view-history", view.DefaultHistoryLimit,
+		"the number of newest broker events the web view keeps for its pictures of message lives")
 	verbose := fs.Bool("v", false, "log every connection event")
 	configFile := fs.String("config", "", "a Pulsar standalone.conf: its ports, TLS, authentication and authorization keys set the flags not given")
 	sec := addSecurityFlags(fs)
@@ -85,11 +89,19 @@ func run(args []string) error {
 		broker.WithLimits(limits),
 		broker.WithHandshakeTimeout(*handshakeTimeout),
 	}, secOpts...)...)
+	var web *view.Handler
+	if *serveView && *httpAddr != "" {
+		// The history records from before the first client, so the view
+		// sees every event since the start (the newest ones, to its bound).
+		h := view.NewHistory(*viewHistory)
+		b.OnEvent(h.Record)
+		web = view.New(b, h)
+	}
 	if err := b.Listen(*addr); err != nil {
 		return err
 	}
 	logger.Info("pulsarsim serving", "url", b.URL())
-	httpHandler, err := sec.httpHandler(b.AdminHandler())
+	httpHandler, err := sec.httpHandler(withView(b.AdminHandler(), web))
 	if err != nil {
 		b.Close()
 		return err
@@ -109,8 +121,14 @@ func run(args []string) error {
 			return err
 		}
 		srv = &http.Server{Handler: httpHandler, ReadHeaderTimeout: 10 * time.Second}
+		if web != nil {
+			srv.RegisterOnShutdown(web.Close)
+		}
 		go srv.Serve(ln)
 		logger.Info("pulsarsim admin API serving", "url", "http://"+ln.Addr().String())
+		if web != nil {
+			logger.Info("pulsarsim web view", "url", "http://"+ln.Addr().String()+"/view/")
+		}
 	}
 	var tlsSrv *http.Server
 	if *httpAddr != "" && tlsCfg != nil {
@@ -120,6 +138,9 @@ func run(args []string) error {
 			return err
 		}
 		tlsSrv = &http.Server{Handler: httpHandler, ReadHeaderTimeout: 10 * time.Second}
+		if web != nil {
+			tlsSrv.RegisterOnShutdown(web.Close)
+		}
 		go tlsSrv.Serve(tls.NewListener(ln, tlsCfg))
 		logger.Info("pulsarsim admin API serving TLS", "url", "https://"+ln.Addr().String())
 	}
@@ -136,4 +157,18 @@ func run(args []string) error {
 		_ = tlsSrv.Shutdown(context.Background())
 	}
 	return b.Close()
+}
+
+// withView serves the web view under /view/ next to the admin API, and
+// sends a browser that opens the admin port's root to the view (Pulsar's
+// REST API has nothing there). Without a view it is the admin API alone.
+func withView(api http.Handler, web *view.Handler) http.Handler {
+	if web == nil {
+		return api
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/view/", http.StripPrefix("/view", web))
+	mux.Handle("GET /{$}", http.RedirectHandler("/view/", http.StatusFound))
+	mux.Handle("/", api)
+	return mux
 }

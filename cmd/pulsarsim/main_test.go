@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// asStandalone makes the test binary run the standalone instead of the
+// tests, with the arguments after "--".
+const asStandalone = "PULSARSIM_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asStandalone) != "" {
+		for i, a := range os.Args {
+			if a == "--" {
+				os.Args = append([]string{os.Args[0]}, os.Args[i+1:]...)
+				break
+			}
+		}
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+var viewLine = regexp.MustCompile(`msg="pulsarsim web view" url=(\S+)`)
+
+func TestStandaloneLogsTheWebViewURLAndServesIt(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "--", "-addr", "127.0.0.1:0", "-http", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), asStandalone+"=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := viewLine.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+		io.Copy(io.Discard, stderr)
+	}()
+	var url string
+	select {
+	case url = <-found:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the standalone logged no web view URL")
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "<h1>Topics</h1>") {
+		t.Fatalf("GET %s: %s\n%s", url, resp.Status, body)
+	}
+	// The admin port's root leads to the view.
+	root := strings.TrimSuffix(url, "view/")
+	resp, err = http.Get(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Request.URL.String() != url {
+		t.Errorf("GET %s ended at %s, want the view", root, resp.Request.URL)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("the standalone did not stop cleanly on SIGTERM: %v", err)
+	}
+}
