@@ -15,6 +15,9 @@ type Snapshot struct {
 	Consumers []ConsumerState
 	// Replay lists the entries waiting to be sent again, in position order.
 	Replay []int64
+	// Delayed lists the entries held for their deliver_at_time (Shared and
+	// Key_Shared), in position order.
+	Delayed []int64
 	// MarkDelete, ReadPosition and Acked are the cursor's positions and its
 	// individually acknowledged entries after MarkDelete.
 	MarkDelete   int64
@@ -65,6 +68,9 @@ func (d *Dispatcher) Snapshot() Snapshot {
 		Acked:         d.cur.Acked(),
 		AckSets:       d.cur.AckSets(),
 		Redeliveries:  d.cur.Redeliveries(),
+	}
+	if len(d.delayed) > 0 {
+		s.Delayed = sortedKeys(d.delayed)
 	}
 	if d.active != nil {
 		s.Active, s.HasActive = d.active.spec.ID, true
