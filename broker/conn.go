@@ -42,10 +42,20 @@ type conn struct {
 
 	received atomic.Bool // any frame since the last keep-alive tick
 
+	// hmu is the handling lock: every command of the connection runs under
+	// it, read by the reader or released from a hold (hold.go).
+	hmu sync.Mutex
 	// keptFrame is set by a handler that kept the bytes of the frame being
 	// handled (a stored SEND), so the reader does not reuse its buffer.
-	// Reader goroutine only.
+	// Under hmu.
 	keptFrame bool
+
+	// Commands set aside by a hold, and those released to run, in order;
+	// under holdMu. anyReleased says released is not empty.
+	holdMu      sync.Mutex
+	held        map[*HeldCommand]struct{}
+	released    []*HeldCommand
+	anyReleased atomic.Bool
 
 	// Owned by the reader goroutine, but also read by broker-side actions.
 	mu        sync.Mutex
@@ -193,13 +203,17 @@ func (c *conn) readLoop() {
 		if f.UnknownType {
 			continue
 		}
-		if !c.handle(f) {
+		c.hmu.Lock()
+		keep, kept := c.handle(f), c.keptFrame
+		c.keptFrame = false
+		c.hmu.Unlock()
+		// Commands released while this one ran go next.
+		c.runReleased()
+		if !keep {
 			return
 		}
-		if c.keptFrame {
-			// A stored entry now owns the frame's bytes.
-			c.keptFrame = false
-			buf = nil
+		if kept {
+			buf = nil // a stored entry now owns the frame's bytes
 		}
 		if cap(buf) > 1<<20 {
 			buf = nil // a large frame's buffer is not kept for the small ones
@@ -207,9 +221,11 @@ func (c *conn) readLoop() {
 	}
 }
 
-// release closes the connection and detaches its producers and consumers.
+// release closes the connection, drops its held commands and detaches its
+// producers and consumers.
 func (c *conn) release() {
 	c.close()
+	c.dropHeld()
 	c.mu.Lock()
 	prods := c.producers
 	cons := c.consumers
@@ -225,8 +241,10 @@ func (c *conn) release() {
 	c.b.removeConn(c)
 }
 
-// handle runs one command. It returns false when the connection must close,
-// as Pulsar closes it for a protocol violation.
+// handle handles one command read from the connection: the handshake, the
+// checks every command passes, the faults in force, then the command
+// itself. It returns false when the connection must close, as Pulsar closes
+// it for a protocol violation. The caller holds the handling lock.
 func (c *conn) handle(f protocol.Frame) bool {
 	cmd := f.Command
 	t := cmd.GetType()
@@ -247,6 +265,14 @@ func (c *conn) handle(f protocol.Frame) bool {
 	if handled, keep := c.applyFaults(f); handled {
 		return keep
 	}
+	return c.run(f)
+}
+
+// run runs a command of a connection that completed its handshake. It
+// returns false when the connection must close.
+func (c *conn) run(f protocol.Frame) bool {
+	cmd := f.Command
+	t := cmd.GetType()
 	switch t {
 	case pb.BaseCommand_CONNECT:
 		c.log.Info("closing connection: second CONNECT")

@@ -1,35 +1,52 @@
 // Package broker is pulsarsim's server: the TCP listener and connections,
 // the handshake, lookups, topics with their in-memory logs, producers,
-// subscriptions and consumers. It is the I/O shell around the pure cursor and
-// dispatch packages: every decision about acknowledgement and delivery is
-// theirs, and the broker only carries frames to and from the clients.
+// subscriptions and consumers, faults and holds, and the event stream. It is
+// the I/O shell around the pure cursor and dispatch packages: every decision
+// about acknowledgement and delivery is theirs, and the broker only carries
+// frames to and from the clients.
 //
 // # Locks
 //
 // Every lock of the broker lives in this package. A goroutine that holds
 // several takes them in this order, and never the other way round:
 //
-//  1. a topic's lock (Topic.mu). All of the topic's state changes under it:
+//  1. a connection's handling lock (conn.hmu). Each command of a connection
+//     runs under it: its reader takes it for every frame it reads, and a
+//     goroutine that releases a held command takes it to run that command
+//     (hold.go). Only the reader waits for it (and only when it holds no
+//     other lock); any other goroutine merely tries it and, when it is
+//     taken, leaves the command to the holder, so a hook that releases a
+//     command never blocks.
+//  2. a topic's lock (Topic.mu). All of the topic's state changes under it:
 //     its log, producers, subscriptions, cursors and dispatchers, and the
 //     consumers' counters. No goroutine ever holds two topic locks.
-//  2. a connection's state lock (conn.mu): its producer and consumer tables
+//  3. a connection's state lock (conn.mu): its producer and consumer tables
 //     and handshake state. Taken under a topic lock (a SUBSCRIBE or PRODUCER
 //     registering its consumer or producer, stats reading the client
-//     version) or alone.
-//  3. either a connection's write buffer lock (conn.wmu), taken to queue a
+//     version), under a handling lock (a fault resolving a consumer id), or
+//     alone.
+//  4. either a connection's write buffer lock (conn.wmu), taken to queue a
 //     frame, under a topic lock or alone; or the broker's lock (Broker.mu),
 //     which guards the topic table, partitioned-topic metadata, schemas,
 //     policies and the connection set, taken under a topic lock (schema
 //     registration) or alone. A connection's state lock and the broker's
 //     lock are never held together, nor the broker's lock and a write
 //     buffer lock.
-//  4. the event queue's lock (eventQueue.mu), taken under a topic lock to
+//  5. the event queue's lock (eventQueue.mu), taken under a topic lock to
 //     number and queue an event, or alone. A Clock's own lock (ManualClock,
 //     OffsetClock) is read under a topic lock before it.
+//
+// Faults and holds have locks of their own, never taken under a topic lock:
+// a connection's hold queue lock (conn.holdMu), then a fault handle's lock
+// (FaultHandle.mu), taken under the hold queue lock (a command held,
+// released or dropped leaves the fault's list at once) or alone; and the
+// fault registry's lock (faults.mu), never held with either. Each of them
+// may be taken under a handling lock.
 //
 // Nothing is ever written to a socket under a lock: each connection's writer
 // goroutine drains its write buffer. Events are queued under the lock of the
 // topic they concern and delivered to the OnEvent hooks when that lock is
-// released (topicLock.Unlock), so hooks run with no broker lock held and may
-// call back into the broker.
+// released (topicLock.Unlock), so hooks run with no topic, connection-state,
+// broker or event lock held, at most under the handling lock of the
+// connection whose command caused them, and may call back into the broker.
 package broker

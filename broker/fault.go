@@ -14,8 +14,8 @@ import (
 // Fault says which client commands to interfere with, and how. A command
 // matches when it is of kind Command and concerns the given topic,
 // subscription, consumer and producer (each empty field matches anything).
-// What happens to a matching command is the fault's action: Delay, Drop or
-// Observe when set, else an error reply with code Error.
+// What happens to a matching command is the fault's action: Delay, Drop,
+// Observe or Hold when set, else an error reply with code Error.
 //
 // Several faults may match one command. Every matching Observe and Delay
 // fault fires (the delays add up), then the first matching fault with
@@ -65,6 +65,10 @@ type Fault struct {
 	// Observe, when set, only counts the command, which is then handled as
 	// usual: a test can wait for a command to arrive (FaultHandle.Wait).
 	Observe bool
+	// Hold, when set, sets the command aside until the test releases it
+	// (FaultHandle.Next, HeldCommand.Release); the connection goes on with
+	// its later commands meanwhile. See HeldCommand.
+	Hold bool
 }
 
 // action is what a fault does to a command it matches.
@@ -75,6 +79,7 @@ const (
 	actDelay
 	actDrop
 	actObserve
+	actHold
 )
 
 // passes reports whether the action lets the command go on to the next fault
@@ -92,8 +97,11 @@ type FaultHandle struct {
 
 	mu      sync.Mutex
 	fired   int
-	done    bool          // removed, or retired after Count firings
-	changed chan struct{} // closed and replaced whenever fired or done changes
+	done    bool           // removed, or retired after Count firings
+	changed chan struct{}  // closed and replaced whenever fired, done or log changes
+	held    []*HeldCommand // held now, in the order they were held
+	log     []*HeldCommand // every command held, for Next
+	next    int            // log[next] is the next one Next returns
 }
 
 // faults is a broker's fault registry: the faults in force by command kind,
@@ -153,14 +161,14 @@ func (b *Broker) newFault(f Fault) (*FaultHandle, error) {
 	for _, on := range []struct {
 		set bool
 		act action
-	}{{f.Delay > 0, actDelay}, {f.Drop, actDrop}, {f.Observe, actObserve}} {
+	}{{f.Delay > 0, actDelay}, {f.Drop, actDrop}, {f.Observe, actObserve}, {f.Hold, actHold}} {
 		if on.set {
 			set++
 			h.act = on.act
 		}
 	}
 	if set > 1 || (set == 1 && (f.Error != 0 || f.Message != "")) {
-		return nil, fmt.Errorf("fault on %s: give one action (an error, Delay, Drop or Observe)", f.Command)
+		return nil, fmt.Errorf("fault on %s: give one action (an error, Delay, Drop, Observe or Hold)", f.Command)
 	}
 	if h.act == actFail && h.spec.Message == "" {
 		h.spec.Message = fmt.Sprintf("pulsarsim: injected %s for %s", f.Error, f.Command)
@@ -215,12 +223,14 @@ func (h *FaultHandle) Fired() int {
 	return h.fired
 }
 
-// Remove takes the fault out of force. It is safe to call more than once.
+// Remove takes the fault out of force and releases the commands it holds.
+// It is safe to call more than once.
 func (h *FaultHandle) Remove() {
 	h.b.faults.remove(h)
 	h.mu.Lock()
 	h.finishLocked()
 	h.mu.Unlock()
+	h.ReleaseAll()
 }
 
 // finishLocked marks the fault done and wakes its waiters.

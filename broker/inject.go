@@ -78,8 +78,8 @@ func subField(m protoreflect.Message, name protoreflect.Name, kind protoreflect.
 }
 
 // applyFaults applies the faults in force to the command of f. It returns
-// handled when the command must not run now (it failed or the connection is
-// to close), and keep false when the connection must close.
+// handled when the command must not run now (it failed, was held, or the
+// connection is to close), and keep false when the connection must close.
 func (c *conn) applyFaults(f protocol.Frame) (handled, keep bool) {
 	cmd := f.Command
 	list := c.b.faults.forKind(cmd.GetType())
@@ -111,6 +111,9 @@ func (c *conn) applyFaults(f protocol.Frame) (handled, keep bool) {
 		return false, true
 	}
 	switch final.act {
+	case actHold:
+		c.hold(final, f, scope)
+		return true, true
 	case actDrop:
 		c.log.Info("closing connection: injected drop", "type", cmd.GetType().String())
 		return true, false

@@ -107,6 +107,45 @@ func ExampleBroker_FailNext() {
 	// second subscribe failed: false
 }
 
+func ExampleBroker_Hold() {
+	inTest(func(t *testing.T) {
+		b := testkit.Start(t)
+		ctx := context.Background()
+		// Set aside the ACKs of topic "jobs" until the test releases them.
+		acks := b.Hold(broker.Fault{Command: "ACK", Topic: "jobs"})
+		consumer, err := b.Client().Subscribe(pulsar.ConsumerOptions{
+			Topic: "jobs", SubscriptionName: "workers", Type: pulsar.Shared,
+			NackRedeliveryDelay: 10 * time.Millisecond,
+			AckGroupingOptions:  &pulsar.AckGroupingOptions{MaxSize: 1}, // ack at once
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer consumer.Close()
+		producer, err := b.Client().CreateProducer(pulsar.ProducerOptions{Topic: "jobs"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer producer.Close()
+		if _, err := producer.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("job")}); err != nil {
+			t.Fatal(err)
+		}
+
+		m, _ := consumer.Receive(ctx)
+		consumer.Ack(m)
+		ack := b.NextHeld(ctx, acks)
+		// The nack's REDELIVER overtakes the held ACK on the same connection.
+		consumer.Nack(m)
+		again, _ := consumer.Receive(ctx)
+		fmt.Println("redelivered with count", again.RedeliveryCount())
+		b.Release(ctx, ack) // the ACK arrives now
+		fmt.Println("backlog:", b.Sub("jobs", "workers").Backlog)
+	})
+	// Output:
+	// redelivered with count 1
+	// backlog: 0
+}
+
 func ExampleBroker_Drive() {
 	inTest(func(t *testing.T) {
 		b := testkit.Start(t)
