@@ -32,7 +32,11 @@ func screenshotDir(t *testing.T) string {
 // save writes a screenshot of the page's top maxHeight CSS pixels.
 func save(ctx context.Context, t *testing.T, p *chromium.Page, name string, maxHeight int) {
 	t.Helper()
-	png, err := p.Screenshot(ctx, maxHeight)
+	shot, err := p.Screenshot(ctx, maxHeight)
+	if err != nil {
+		t.Fatal(err)
+	}
+	png, err := smallPNG(shot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +121,7 @@ func TestBrowserShowsTheLivesOfTheScenario(t *testing.T) {
 	if dead := b.Messages(deadTopic); copyID != idText(dead[0].ID) {
 		t.Errorf("the picture's copy is %s, the dead-letter topic holds %s", copyID, idText(dead[0].ID))
 	}
-	save(ctx, t, p, "view.png", 560)
+	save(ctx, t, p, "view-message.png", 560)
 
 	// The message whose consumer crashed.
 	open(ctx, t, p, messageURL(base, ordersFull, idText(ids["crash-once"])))
@@ -134,6 +138,13 @@ func TestBrowserShowsTheLivesOfTheScenario(t *testing.T) {
 	if rows != len(payloads) {
 		t.Fatalf("%d message rows, want %d", rows, len(payloads))
 	}
+	// The held message: pending at one consumer, with its count.
+	var pending []string
+	eval(ctx, t, p, `[...document.querySelectorAll('section.sub[data-sub="workers"] tr.consumer .chip')].map(c => c.firstChild.textContent + '/' + c.dataset.count)`, &pending)
+	if want := []string{idText(ids["held"]) + "/0"}; !cmp.Equal(want, pending) {
+		t.Errorf("pending entries on %s: %v, want %v", workers, pending, want)
+	}
+	save(ctx, t, p, "view-topic.png", 900)
 	produce(ctx, t, b, ordersTopic, "late")
 	eval(ctx, t, p, `new Promise((done, fail) => {
 		const start = Date.now();
@@ -162,5 +173,5 @@ func TestBrowserShowsTheLivesOfTheScenario(t *testing.T) {
 	if !failed {
 		t.Error("the report does not say the test failed")
 	}
-	save(ctx, t, p, "report.png", 1100)
+	save(ctx, t, p, "failure-report.png", 1000)
 }

@@ -13,8 +13,9 @@ import (
 const historyChunk = 1024
 
 // DefaultHistoryLimit is the number of events the standalone broker keeps
-// for its view: about 100 MiB at the measured cost of an event (see
-// BENCHMARKS.md). Older events are forgotten a chunk at a time.
+// for its view: about 60 MB at the 225 bytes a delivery event was measured
+// to take (BENCHMARKS.md), more when published messages carry many
+// properties. Older events are forgotten a chunk at a time.
 const DefaultHistoryLimit = 256 * historyChunk
 
 // History records a broker's events in order, for the view and for reports.

@@ -14,8 +14,9 @@ import (
 
 // The scenario the browser tests look at: orders on a Shared subscription
 // served by two consumers whose handler nacks a poison message until the
-// client's dead-letter policy moves it aside, nacks another once, and
-// crashes on a third; and an Exclusive subscription that acks everything.
+// client's dead-letter policy moves it aside, nacks another once, crashes on
+// a third and keeps the last one without an answer; and an Exclusive
+// subscription that acks everything.
 const (
 	ordersTopic = "orders"
 	ordersFull  = "persistent://public/default/orders"
@@ -25,7 +26,7 @@ const (
 )
 
 // payloads of the scenario, in publish order.
-var payloads = []string{"order-1", "retry-once", "poison", "crash-once", "order-2"}
+var payloads = []string{"order-1", "retry-once", "poison", "crash-once", "order-2", "held"}
 
 func ctxFor(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -48,6 +49,8 @@ func runOrders(t *testing.T) (*testkit.Broker, map[string]broker.MessageID) {
 			switch string(m.Payload()) {
 			case "poison":
 				return testkit.Nack
+			case "held":
+				return testkit.NoAnswer
 			case "retry-once":
 				if attempt == 0 {
 					return testkit.Nack
@@ -83,20 +86,27 @@ func runOrders(t *testing.T) (*testkit.Broker, map[string]broker.MessageID) {
 			t.Fatal(err)
 		}
 		ids[pl] = broker.MessageID{Ledger: id.LedgerID(), Entry: id.EntryID(), BatchIndex: -1}
-		if pl == "poison" {
+		switch pl {
+		case "poison":
 			b.WaitMessages(ctx, deadTopic, 1)
+		case "held":
+			b.WaitFor(ctx, "the last message pending at a consumer", func() bool {
+				s, _ := b.Subscription(ordersTopic, workers)
+				return s.Backlog == 1 && len(s.Consumers) == 2 && len(s.Consumers[0].Pending)+len(s.Consumers[1].Pending) == 1
+			})
+			continue
 		}
 		b.WaitBacklog(ctx, ordersTopic, workers, 0)
 	}
 	b.WaitBacklog(ctx, ordersTopic, audit, 0)
-	d.Wait(ctx, "every message but the poison acked", func(ds []testkit.Delivery) bool {
+	d.Wait(ctx, "every message but the poison and the held one acked", func(ds []testkit.Delivery) bool {
 		acked := 0
 		for _, dl := range ds {
 			if dl.Acked {
 				acked++
 			}
 		}
-		return acked == len(payloads)-1
+		return acked == len(payloads)-2
 	})
 	return b, ids
 }
