@@ -90,6 +90,9 @@ func DecodeFrame(body []byte) (Frame, error) {
 	if rest := body[4+cmdSize:]; len(rest) > 0 {
 		payload = rest
 	}
+	if cmd, ok := decodeSendFast(body[4 : 4+cmdSize]); ok {
+		return Frame{Command: cmd, Payload: payload}, nil
+	}
 	cmd := &pb.BaseCommand{}
 	// The usual frame is a complete command of a known type: a strict
 	// unmarshal checks its required fields as it goes, far cheaper than

@@ -66,9 +66,12 @@ func ParsePayload(b []byte) (Payload, error) {
 	if uint64(n) > uint64(len(b)-4) {
 		return p, fmt.Errorf("%w: metadata size %d beyond payload of %d", ErrMalformed, n, len(b))
 	}
-	md := &pb.MessageMetadata{}
-	if err := proto.Unmarshal(b[4:4+n], md); err != nil {
-		return p, fmt.Errorf("%w: metadata: %v", ErrMalformed, err)
+	md, ok := decodeMetadataFast(b[4 : 4+n])
+	if !ok {
+		md = &pb.MessageMetadata{}
+		if err := proto.Unmarshal(b[4:4+n], md); err != nil {
+			return p, fmt.Errorf("%w: metadata: %v", ErrMalformed, err)
+		}
 	}
 	p.Metadata = md
 	p.Body = b[4+n:]
