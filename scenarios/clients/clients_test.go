@@ -33,6 +33,9 @@ import (
 // (negativeAckRedeliveryDelayPrecision / precision bits 8).
 const nackPrecision = 256 * time.Millisecond
 
+// driverRole is the role of the drivers' token in the secure scenario.
+const driverRole = "driver"
+
 // scenario is one settlement scenario, run with each client it applies to.
 type scenario struct {
 	name     string
@@ -43,7 +46,10 @@ type scenario struct {
 	ackTimeout map[string]time.Duration
 	nackDelay  time.Duration
 	maxRedeliv int // dead-letter policy when > 0
-	check      func(t *testing.T, r *result)
+	// secure runs it over pulsar+ssl with host name verification and a
+	// token, against a broker that enforces authorization.
+	secure bool
+	check  func(t *testing.T, r *result)
 }
 
 // result is what one run of a driver left: its trace and the broker's view.
@@ -59,6 +65,7 @@ type result struct {
 	entryOf  map[int]int64 // message index → entry id, from the "produced" lines
 	ackWait  time.Duration
 	received []traceLine
+	conns    []broker.ConnectionSnapshot // the driver's connections once settled
 }
 
 func (r *result) counted() bool { return r.sc.subType == "Shared" || r.sc.subType == "Key_Shared" }
@@ -139,21 +146,32 @@ func entriesOf(ids []broker.MessageID) []int64 {
 
 func scenarios() []*scenario {
 	var list []*scenario
-	list = append(list, &scenario{
-		name: "ack", subType: "Shared", messages: 3,
+	checkAck := func(t *testing.T, r *result) {
+		for i := 0; i < 3; i++ {
+			if n := len(r.seen(i)); n != 1 {
+				t.Errorf("%s: message %d reached the handler %d times, want 1", r.client, i, n)
+			}
+		}
+		for _, e := range r.events {
+			if e.Kind == broker.EventRedeliveryAsked {
+				t.Errorf("%s: redelivery asked with every message acked: %+v", r.client, e)
+			}
+		}
+	}
+	list = append(list, &scenario{name: "ack", subType: "Shared", messages: 3, check: checkAck})
+	list = append(list, &scenario{name: "ack-tls-token", subType: "Shared", messages: 3, secure: true,
 		check: func(t *testing.T, r *result) {
-			for i := 0; i < 3; i++ {
-				if n := len(r.seen(i)); n != 1 {
-					t.Errorf("%s: message %d reached the handler %d times, want 1", r.client, i, n)
+			checkAck(t, r)
+			conns := r.conns
+			if len(conns) == 0 {
+				t.Errorf("%s: no connection left to inspect", r.client)
+			}
+			for _, c := range conns {
+				if !c.TLS || c.Role != driverRole || c.AuthMethod != "token" {
+					t.Errorf("%s: connection %+v, want TLS with the token of %q", r.client, c, driverRole)
 				}
 			}
-			for _, e := range r.events {
-				if e.Kind == broker.EventRedeliveryAsked {
-					t.Errorf("%s: redelivery asked with every message acked: %+v", r.client, e)
-				}
-			}
-		},
-	})
+		}})
 	for _, typ := range []string{"Exclusive", "Failover", "Shared", "Key_Shared"} {
 		list = append(list, &scenario{
 			name: "nack-" + typ, subType: typ, messages: 3,
@@ -356,7 +374,13 @@ func checkDeadLetter(t *testing.T, r *result) {
 
 // run runs one scenario with one client against a fresh broker.
 func run(t *testing.T, c *client, argv []string, sc *scenario) {
-	b := testkit.Start(t)
+	var b *testkit.Broker
+	if sc.secure {
+		b = testkit.Start(t, testkit.WithTLS(), testkit.WithTokenAuth(), testkit.WithAuthorization("admin"))
+		b.GrantNamespace("public/default", driverRole, "produce", "consume")
+	} else {
+		b = testkit.Start(t)
+	}
 	var mu sync.Mutex
 	var events []broker.Event
 	cancel := b.OnEvent(func(e broker.Event) {
@@ -392,6 +416,12 @@ func run(t *testing.T, c *client, argv []string, sc *scenario) {
 	}
 	if sc.script == nil {
 		spec["script"] = map[string][]string{}
+	}
+	if sc.secure {
+		spec["service_url"] = b.TLSURL()
+		spec["tls_trust_certs_file"] = b.CAFile()
+		spec["tls_validate_hostname"] = true
+		spec["auth_token"] = b.Token(driverRole)
 	}
 	js, err := json.MarshalIndent(spec, "", "  ")
 	if err != nil {
@@ -454,6 +484,7 @@ func run(t *testing.T, c *client, argv []string, sc *scenario) {
 			}
 		}()
 	}
+	r.conns = b.Connections()
 	exitCtx, stopExit := context.WithTimeout(context.Background(), 30*time.Second)
 	defer stopExit()
 	if err := p.stop(exitCtx); err != nil {

@@ -73,7 +73,14 @@ def run(sc):
     log = logging.getLogger("pulsar-driver")
     log.addHandler(logging.StreamHandler(sys.stderr))
     log.setLevel(logging.WARNING)
-    client = pulsar.Client(sc["service_url"], logger=log)
+    client_args = {"logger": log}
+    if sc.get("tls_trust_certs_file"):
+        client_args["tls_trust_certs_file_path"] = sc["tls_trust_certs_file"]
+        client_args["tls_allow_insecure_connection"] = False
+        client_args["tls_validate_hostname"] = bool(sc.get("tls_validate_hostname", False))
+    if sc.get("auth_token"):
+        client_args["authentication"] = pulsar.AuthenticationToken(sc["auth_token"])
+    client = pulsar.Client(sc["service_url"], **client_args)
     kwargs = {
         "consumer_type": SUB_TYPES[sc.get("subscription_type", "Shared")],
         "consumer_name": "python-driver",

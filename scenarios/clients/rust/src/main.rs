@@ -14,7 +14,7 @@ use futures::StreamExt;
 use pulsar::consumer::{ConsumerOptions, DeadLetterPolicy, InitialPosition};
 use pulsar::message::proto::command_subscribe::SubType;
 use pulsar::message::proto::MessageIdData;
-use pulsar::{Consumer, Pulsar, TokioExecutor};
+use pulsar::{Authentication, Consumer, Pulsar, TokioExecutor};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -58,6 +58,14 @@ struct Scenario {
     stop: Stop,
     #[serde(default = "default_deadline")]
     deadline_ms: u64,
+    /// PEM file of the CA that signed the broker's certificate (pulsar+ssl).
+    #[serde(default)]
+    tls_trust_certs_file: Option<String>,
+    #[serde(default)]
+    tls_validate_hostname: bool,
+    /// A JSON Web Token, sent with the "token" authentication method.
+    #[serde(default)]
+    auth_token: Option<String>,
 }
 
 fn default_sub_type() -> String {
@@ -167,10 +175,18 @@ async fn run(out: &Out) -> Result<(), String> {
         std::mem::forget(eof_tx);
     }
 
-    let pulsar: Pulsar<_> = Pulsar::builder(sc.service_url.clone(), TokioExecutor)
-        .build()
-        .await
-        .map_err(|e| format!("client: {e}"))?;
+    let mut client = Pulsar::builder(sc.service_url.clone(), TokioExecutor);
+    if let Some(ca) = &sc.tls_trust_certs_file {
+        client = client
+            .with_certificate_chain_file(ca)
+            .map_err(|e| format!("CA file {ca}: {e}"))?
+            .with_allow_insecure_connection(false)
+            .with_tls_hostname_verification_enabled(sc.tls_validate_hostname);
+    }
+    if let Some(token) = &sc.auth_token {
+        client = client.with_auth(Authentication { name: "token".to_string(), data: token.clone().into_bytes() });
+    }
+    let pulsar: Pulsar<_> = client.build().await.map_err(|e| format!("client: {e}"))?;
 
     let mut builder = pulsar
         .consumer()

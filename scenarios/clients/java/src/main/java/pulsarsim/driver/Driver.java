@@ -14,6 +14,8 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.pulsar.client.api.AuthenticationFactory;
+import org.apache.pulsar.client.api.ClientBuilder;
 import org.apache.pulsar.client.api.Consumer;
 import org.apache.pulsar.client.api.ConsumerBuilder;
 import org.apache.pulsar.client.api.DeadLetterPolicy;
@@ -135,7 +137,16 @@ public final class Driver {
     }
 
     String topic = sc.get("topic").asText();
-    PulsarClient client = PulsarClient.builder().serviceUrl(sc.get("service_url").asText()).build();
+    ClientBuilder clientBuilder = PulsarClient.builder().serviceUrl(sc.get("service_url").asText());
+    if (sc.hasNonNull("tls_trust_certs_file")) {
+      clientBuilder.tlsTrustCertsFilePath(sc.get("tls_trust_certs_file").asText())
+          .allowTlsInsecureConnection(false)
+          .enableTlsHostnameVerification(sc.path("tls_validate_hostname").asBoolean(false));
+    }
+    if (sc.hasNonNull("auth_token")) {
+      clientBuilder.authentication(AuthenticationFactory.token(sc.get("auth_token").asText()));
+    }
+    PulsarClient client = clientBuilder.build();
     ConsumerBuilder<byte[]> cb = client.newConsumer()
         .topic(topic)
         .subscriptionName(sc.get("subscription").asText())
