@@ -24,10 +24,12 @@ const maxProtocolVersion = 21
 // order; its writer goroutine drains an outbound buffer so that no topic lock
 // is ever held while writing to the socket.
 type conn struct {
-	b   *Broker
-	nc  net.Conn
-	ip  string // the client's IP address, for the same-address limits
-	log *slog.Logger
+	b  *Broker
+	nc net.Conn
+	ip string // the client's IP address, for the same-address limits
+	// remote is the client's address, "host:port", for events.
+	remote string
+	log    *slog.Logger
 
 	// handshake closes the connection if its handshake is not done in
 	// time. Under wmu.
@@ -72,6 +74,7 @@ func newConn(b *Broker, nc net.Conn) *conn {
 		b:         b,
 		nc:        nc,
 		ip:        clientIP(nc),
+		remote:    nc.RemoteAddr().String(),
 		log:       b.cfg.logger.With("remote", nc.RemoteAddr().String()),
 		wake:      make(chan struct{}, 1),
 		done:      make(chan struct{}),

@@ -152,7 +152,7 @@ func (c *conn) handleAck(a *pb.CommandAck) {
 			}
 			// Acks are reported before the deliveries they unblock.
 			c.b.emit(Event{Kind: EventAcked, Topic: t.full, Subscription: s.name, Consumer: cs.Name,
-				ConsumerID: cs.ID, ID: t.eventID(n), Cumulative: cumulative})
+				ConsumerID: cs.ID, Remote: cs.conn.remote, ID: t.eventID(n), Cumulative: cumulative})
 		}
 		s.dispatchLocked()
 	}
@@ -203,7 +203,7 @@ func (c *conn) handleRedeliver(r *pb.CommandRedeliverUnacknowledgedMessages) {
 	}
 	// The request is reported before the deliveries it causes.
 	c.b.emit(Event{Kind: EventRedeliveryAsked, Topic: t.full, Subscription: s.name, Consumer: cs.Name,
-		ConsumerID: cs.ID, IDs: ids})
+		ConsumerID: cs.ID, Remote: cs.conn.remote, IDs: ids})
 	s.dispatchLocked()
 }
 

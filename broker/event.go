@@ -42,7 +42,14 @@ type Event struct {
 	Subscription string
 	Consumer     string // consumer name
 	ConsumerID   uint64
-	Producer     string
+	// Remote is the address ("host:port") of the client connection of the
+	// consumer concerned, in consumer events (opened, delivered, acked,
+	// redelivery asked, closed): with ConsumerID, which a client numbers per
+	// connection, it tells apart two consumers of the same name, such as a
+	// consumer and the one its client reconnects while the broker has not
+	// yet seen the old connection go.
+	Remote   string
+	Producer string
 	// ID is the message concerned, for Published, Delivered and Acked; for
 	// Expired, the last entry the expiry covered; for a seek, its target.
 	ID MessageID

@@ -249,7 +249,8 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 	c.mu.Lock()
 	c.consumers[cons.ID] = cons
 	c.mu.Unlock()
-	c.b.emit(Event{Kind: EventConsumerOpened, Topic: t.full, Subscription: s.name, Consumer: name, ConsumerID: cons.ID})
+	c.b.emit(Event{Kind: EventConsumerOpened, Topic: t.full, Subscription: s.name, Consumer: name, ConsumerID: cons.ID,
+		Remote: cons.conn.remote})
 	c.send(protocol.SuccessCommand(reqID))
 	s.notifyActiveLocked()
 	s.dispatchLocked()
@@ -303,7 +304,7 @@ func (s *Subscription) dispatchLocked() {
 		// The delivery is reported before the client can see it.
 		t.b.emit(Event{
 			Kind: EventDelivered, Topic: t.full, Subscription: s.name, Consumer: cons.Name, ConsumerID: cons.ID,
-			ID: t.eventID(d.Entry), RedeliveryCount: d.RedeliveryCount,
+			Remote: cons.conn.remote, ID: t.eventID(d.Entry), RedeliveryCount: d.RedeliveryCount,
 		})
 		id := t.messageID(d.Entry)
 		msg := &pb.CommandMessage{ConsumerId: proto.Uint64(cons.ID), MessageId: id}
@@ -351,7 +352,7 @@ func (s *Subscription) removeConsumerLocked(cons *Consumer, reason string) bool 
 	delete(s.consumers, cons.dispID)
 	s.disp.RemoveConsumer(cons.dispID)
 	s.topic.b.emit(Event{Kind: EventConsumerClosed, Topic: s.topic.full, Subscription: s.name,
-		Consumer: cons.Name, ConsumerID: cons.ID, Reason: reason})
+		Consumer: cons.Name, ConsumerID: cons.ID, Remote: cons.conn.remote, Reason: reason})
 	if len(s.consumers) == 0 {
 		s.hasActive = false
 		if !s.durable && !s.resetting {
