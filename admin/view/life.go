@@ -274,10 +274,15 @@ func Busiest(lives []*Life, n int) []*Life {
 }
 
 // holder identifies one consumer: a name may come back on a new connection,
-// and two consumers may share a name.
+// and two consumers may share a name; their connections tell them apart.
 type holder struct {
 	topic, sub, consumer string
 	id                   uint64
+	remote               string
+}
+
+func holderOf(e *broker.Event) holder {
+	return holder{e.Topic, e.Subscription, e.Consumer, e.ConsumerID, e.Remote}
 }
 
 type subKey struct{ topic, sub string }
@@ -344,7 +349,7 @@ func (b *builder) add(e *broker.Event) {
 	case broker.EventAcked:
 		b.acked(e)
 	case broker.EventRedeliveryAsked:
-		h := holder{e.Topic, e.Subscription, e.Consumer, e.ConsumerID}
+		h := holderOf(e)
 		if len(e.IDs) == 0 {
 			b.release(h, nil, markOf(e, MarkAsked))
 			return
@@ -362,7 +367,7 @@ func (b *builder) add(e *broker.Event) {
 		case "broker":
 			kind = MarkBrokerClosed
 		}
-		h := holder{e.Topic, e.Subscription, e.Consumer, e.ConsumerID}
+		h := holderOf(e)
 		b.release(h, nil, markOf(e, kind))
 		delete(b.held, h)
 	case broker.EventExpired:
@@ -412,7 +417,7 @@ func (b *builder) delivered(e *broker.Event) {
 	ln := s.lane(e.Consumer)
 	ln.Deliveries = append(ln.Deliveries, d)
 	l.Marks = append(l.Marks, m)
-	h := holder{e.Topic, e.Subscription, e.Consumer, e.ConsumerID}
+	h := holderOf(e)
 	if b.held[h] == nil {
 		b.held[h] = map[Key]*Delivery{}
 	}
@@ -420,7 +425,7 @@ func (b *builder) delivered(e *broker.Event) {
 }
 
 func (b *builder) acked(e *broker.Event) {
-	h := holder{e.Topic, e.Subscription, e.Consumer, e.ConsumerID}
+	h := holderOf(e)
 	m := markOf(e, MarkAcked)
 	if e.Cumulative {
 		// Every entry the consumer holds up to the acknowledged one.

@@ -246,3 +246,38 @@ func produce(ctx context.Context, t *testing.T, b *testkit.Broker, topic string,
 	}
 	return ids
 }
+
+func TestAConsumerOfTheSameNameClosingElsewhereDoesNotEndTheHold(t *testing.T) {
+	b := testkit.Start(t)
+	ctx := ctxFor(t)
+	// Two clients, each with a consumer named "same": the clients number
+	// their consumers alike, so only the connections tell them apart.
+	var consumers []pulsar.Consumer
+	for range 2 {
+		c, err := b.Client().Subscribe(pulsar.ConsumerOptions{Topic: "twins", SubscriptionName: "s",
+			Type: pulsar.Shared, Name: "same"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		consumers = append(consumers, c)
+	}
+	ids := produce(ctx, t, b, "twins", "x")
+	var other pulsar.Consumer
+	select {
+	case <-consumers[0].Chan():
+		other = consumers[1]
+	case <-consumers[1].Chan():
+		other = consumers[0]
+	case <-ctx.Done():
+		t.Fatal("no delivery")
+	}
+	other.Close()
+	b.WaitFor(ctx, "one consumer left", func() bool {
+		s, _ := b.Subscription("twins", "s")
+		return len(s.Consumers) == 1
+	})
+	l := view.LifeOf(b.Events(), keyOf("persistent://public/default/twins", ids[0]))
+	if got := outcome(l, "s"); got != view.OutcomeHeld {
+		t.Fatalf("outcome %s, want held: the consumer that closed did not hold the message\n%s", got, l)
+	}
+}
