@@ -306,8 +306,7 @@ func (v *Handler) message(w http.ResponseWriter, r *http.Request) {
 	k.Topic = tn.String()
 	l := LifeOf(v.events(), k)
 	if l == nil {
-		http.Error(w, "the history holds no event of message "+k.String(), http.StatusNotFound)
-		return
+		l = &Life{Key: k} // forgotten by a bounded history, or never there
 	}
 	p := messagePage{common: v.common(fmt.Sprintf("%d:%d · %s", k.Ledger, k.Entry, shortTopic(k.Topic)), k.Topic), Life: l}
 	if ms, err := v.b.Messages(k.Topic); err == nil {
@@ -316,6 +315,10 @@ func (v *Handler) message(w http.ResponseWriter, r *http.Request) {
 				p.Stored = append(p.Stored, m)
 			}
 		}
+	}
+	if len(l.Marks) == 0 && len(p.Stored) == 0 {
+		http.Error(w, "neither the topic nor the history holds message "+k.String(), http.StatusNotFound)
+		return
 	}
 	if st := topicStates(v.b, []string{k.Topic}, nil); len(st) > 0 {
 		for _, s := range st[0].Subs {

@@ -3,11 +3,19 @@ package view_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsar/log"
+
+	"github.com/pulsarsim/pulsarsim/admin/view"
+	"github.com/pulsarsim/pulsarsim/broker"
 )
 
 // get fetches u and returns its status and body.
@@ -118,5 +126,45 @@ func TestLiveStreamAnnouncesNewEvents(t *testing.T) {
 	produce(ctx, t, b, ordersTopic, "late")
 	if second := next(); second == first {
 		t.Fatalf("the stream announced %s twice", first)
+	}
+}
+
+func TestAMessageOlderThanTheHistoryStillShowsWhatTheTopicHolds(t *testing.T) {
+	b := broker.New()
+	h := view.NewHistory(1024)
+	b.OnEvent(h.Record)
+	if err := b.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	v := view.New(b, h)
+	defer v.Close()
+	srv := httptest.NewServer(http.StripPrefix("/view", v))
+	defer srv.Close()
+
+	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: b.URL(), Logger: log.DefaultNopLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "old", DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx := ctxFor(t)
+	for i := range 2100 { // one event each: the first chunk of 1024 is forgotten
+		p.SendAsync(ctx, &pulsar.ProducerMessage{Payload: []byte(fmt.Sprint("m", i))}, nil)
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	b.DeliverEvents()
+	if st := h.Stats(); st.Dropped == 0 {
+		t.Fatalf("the history forgot nothing: %+v", st)
+	}
+	code, body := get(t, messageURL(srv.URL+"/view/", "old", "1:0"))
+	if code != 200 || !strings.Contains(body, "The history holds no event of this message") || !strings.Contains(body, "m0") {
+		t.Fatalf("%d:\n%s", code, body)
 	}
 }
