@@ -107,6 +107,22 @@ type SingleMessage struct {
 	Payload  []byte
 }
 
+// AppendBatch appends msgs as an uncompressed batch body, each framed as
+// [u32 size][SingleMessageMetadata][payload]; SplitBatch reads it back. Each
+// message's metadata must give its payload_size.
+func AppendBatch(dst []byte, msgs []SingleMessage) []byte {
+	for _, m := range msgs {
+		raw, err := proto.Marshal(m.Metadata)
+		if err != nil {
+			panic(err)
+		}
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(raw)))
+		dst = append(dst, raw...)
+		dst = append(dst, m.Payload...)
+	}
+	return dst
+}
+
 // SplitBatch splits an uncompressed batch body into its n messages, each
 // framed as [u32 size][SingleMessageMetadata][payload_size bytes].
 func SplitBatch(body []byte, n int) ([]SingleMessage, error) {

@@ -188,6 +188,27 @@ func TestSplitBatchYieldsEachMessageWithItsMetadata(t *testing.T) {
 	}
 }
 
+func TestAppendBatchWritesTheLayoutSplitBatchReads(t *testing.T) {
+	msgs := []protocol.SingleMessage{
+		{Metadata: &pb.SingleMessageMetadata{PayloadSize: proto.Int32(2), PartitionKey: proto.String("k")}, Payload: []byte("hi")},
+		{Metadata: &pb.SingleMessageMetadata{PayloadSize: proto.Int32(0)}, Payload: nil},
+		{Metadata: &pb.SingleMessageMetadata{PayloadSize: proto.Int32(3), SequenceId: proto.Uint64(9)}, Payload: []byte("end")},
+	}
+	body := protocol.AppendBatch([]byte("x"), msgs)
+	if want := append([]byte("x"), batchBody(t, msgs)...); !bytes.Equal(body, want) {
+		t.Fatalf("AppendBatch wrote %x, want %x", body, want)
+	}
+	got, err := protocol.SplitBatch(body[1:], len(msgs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range msgs {
+		if !proto.Equal(got[i].Metadata, msgs[i].Metadata) || !bytes.Equal(got[i].Payload, msgs[i].Payload) {
+			t.Errorf("message %d: got %v %q, want %v %q", i, got[i].Metadata, got[i].Payload, msgs[i].Metadata, msgs[i].Payload)
+		}
+	}
+}
+
 func TestSplitBatchRefusesAShortOrInconsistentBatch(t *testing.T) {
 	one := batchBody(t, []protocol.SingleMessage{
 		{Metadata: &pb.SingleMessageMetadata{PayloadSize: proto.Int32(3)}, Payload: []byte("abc")},
