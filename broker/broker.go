@@ -6,8 +6,6 @@ import (
 	"net"
 	"sync"
 	"time"
-
-	"github.com/pulsarsim/pulsarsim/protocol/pb"
 )
 
 // Broker is one simulated Pulsar broker. Create it with New, start it with
@@ -18,17 +16,20 @@ type Broker struct {
 	mu          sync.Mutex
 	ln          net.Listener
 	url         string
-	topics      map[string]*Topic        // by canonical name
-	partitioned map[string]int           // partitioned topic metadata: base name -> partitions
-	schemas     map[string][]*pb.Schema  // by base topic name, version = index
-	nsTTL       map[string]time.Duration // message TTL by namespace
-	topicTTL    map[string]time.Duration // message TTL by base topic name
-	done        chan struct{}            // closed by Close
-	conns       map[*conn]struct{}
-	nsreg       namespaceRegistry // tenants and namespaces of the admin API
-	nextLedger  uint64
-	nextProd    uint64
-	closed      bool
+	topics      map[string]*Topic         // by canonical name
+	partitioned map[string]int            // partitioned topic metadata: base name -> partitions
+	schemas     map[string][]storedSchema // by base topic name, version = index
+	// nsPolicies and topicPolicies hold the policies set on a namespace and
+	// on a topic (by base name); policyGen counts their changes.
+	nsPolicies    map[string]Policies
+	topicPolicies map[string]Policies
+	policyGen     uint64
+	done          chan struct{} // closed by Close
+	conns         map[*conn]struct{}
+	nsreg         namespaceRegistry // tenants and namespaces of the admin API
+	nextLedger    uint64
+	nextProd      uint64
+	closed        bool
 
 	wg sync.WaitGroup
 
@@ -58,15 +59,15 @@ func New(opts ...Option) *Broker {
 		o(&cfg)
 	}
 	return &Broker{
-		cfg:         cfg,
-		topics:      map[string]*Topic{},
-		partitioned: map[string]int{},
-		schemas:     map[string][]*pb.Schema{},
-		nsTTL:       map[string]time.Duration{},
-		topicTTL:    map[string]time.Duration{},
-		done:        make(chan struct{}),
-		conns:       map[*conn]struct{}{},
-		nextLedger:  1,
+		cfg:           cfg,
+		topics:        map[string]*Topic{},
+		partitioned:   map[string]int{},
+		schemas:       map[string][]storedSchema{},
+		nsPolicies:    map[string]Policies{},
+		topicPolicies: map[string]Policies{},
+		done:          make(chan struct{}),
+		conns:         map[*conn]struct{}{},
+		nextLedger:    1,
 	}
 }
 

@@ -49,4 +49,14 @@
 // released (topicLock.Unlock), so hooks run with no topic, connection-state,
 // broker or event lock held, at most under the handling lock of the
 // connection whose command caused them, and may call back into the broker.
+//
+// # The exported API
+//
+// Beside the wire protocol, Broker has an exported API, the one the admin
+// REST API (package admin) and tests (package testkit) use: tenants,
+// namespaces and topics; subscriptions created at a position and deleted;
+// messages published without a client (Publish, PublishBatch); one stored
+// entry (Entry); stats (TopicStats); schemas; and namespace and topic
+// policies (Policies). It takes and returns plain values, fails with the
+// sentinel errors of errors.go, and takes every lock itself.
 package broker

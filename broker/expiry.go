@@ -4,11 +4,12 @@ import (
 	"time"
 )
 
-// Message TTL, as Pulsar applies it: a topic policy wins over its namespace's
-// policy; 0 means no TTL. A periodic check (every 5 minutes by default, as
-// Pulsar's messageExpiryCheckIntervalInMinutes) moves each subscription's
-// mark-delete position past the entries whose publish time is older than
-// the TTL by the broker clock. RunExpiryCheck runs it at once.
+// Message TTL, as Pulsar applies it: the MessageTTLSeconds policy, a topic's
+// over its namespace's over the broker's default; 0 means no TTL. A periodic
+// check (every 5 minutes by default, as Pulsar's
+// messageExpiryCheckIntervalInMinutes) moves each subscription's mark-delete
+// position past the entries whose publish time is older than the TTL by the
+// broker clock. RunExpiryCheck runs it at once.
 
 // minBacklogForExpiryCheck and expiryThreshold are Pulsar's constants: a
 // subscription with consumers and a small backlog is only expired once its
@@ -25,44 +26,10 @@ func WithExpiryCheckInterval(d time.Duration) Option {
 	return func(c *config) { c.expiryInterval = d }
 }
 
-// SetNamespaceMessageTTL sets the message TTL of the namespace "tenant/ns";
-// 0 removes it.
-func (b *Broker) SetNamespaceMessageTTL(ns string, ttl time.Duration) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if ttl <= 0 {
-		delete(b.nsTTL, ns)
-		return
-	}
-	b.nsTTL[ns] = ttl
-}
-
-// SetTopicMessageTTL sets the message TTL of a topic (all partitions of a
-// partitioned topic); 0 removes it, so the namespace's applies again.
-func (b *Broker) SetTopicMessageTTL(topic string, ttl time.Duration) error {
-	tn, err := ParseTopicName(topic)
-	if err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if ttl <= 0 {
-		delete(b.topicTTL, tn.Base().String())
-		return nil
-	}
-	b.topicTTL[tn.Base().String()] = ttl
-	return nil
-}
-
-// messageTTL returns the TTL in force for a topic: the topic's policy, else
-// its namespace's, else 0.
+// messageTTL returns the TTL in force for a topic (Policies.MessageTTLSeconds
+// resolved); 0 means none.
 func (b *Broker) messageTTL(tn TopicName) time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if d, ok := b.topicTTL[tn.Base().String()]; ok {
-		return d
-	}
-	return b.nsTTL[tn.NamespaceName()]
+	return time.Duration(*b.appliedPolicies(tn).MessageTTLSeconds) * time.Second
 }
 
 // RunExpiryCheck applies message TTL to every subscription of every topic

@@ -297,7 +297,7 @@ func busyHeldStates(t *testing.T, b *Broker, client pulsar.Client, clock *Offset
 		t.Fatal(err)
 	}
 	defer reader.Close()
-	if err := b.SetTopicMessageTTL("busy-ttl", time.Minute); err != nil {
+	if err := b.UpdateTopicPolicies("busy-ttl", func(p *Policies) { p.MessageTTLSeconds = new(60) }); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Hour)

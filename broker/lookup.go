@@ -48,6 +48,7 @@ func (c *conn) handleLookup(l *pb.CommandLookupTopic) {
 func (c *conn) handlePartitionedMetadata(m *pb.CommandPartitionedTopicMetadata) {
 	resp := &pb.CommandPartitionedTopicMetadataResponse{RequestId: proto.Uint64(m.GetRequestId())}
 	tn, err := ParseTopicName(m.GetTopic())
+	var n int
 	switch {
 	case err != nil:
 		resp.Response = pb.CommandPartitionedTopicMetadataResponse_Failed.Enum()
@@ -57,13 +58,15 @@ func (c *conn) handlePartitionedMetadata(m *pb.CommandPartitionedTopicMetadata) 
 		resp.Response = pb.CommandPartitionedTopicMetadataResponse_Failed.Enum()
 		resp.Error = pb.ServerError_AuthorizationError.Enum()
 		resp.Message = proto.String("Client is not authorized to Get Partition Metadata")
-	case !c.b.topicExists(tn) && (!c.b.cfg.autoCreateTopics || !m.GetMetadataAutoCreationEnabled()):
-		resp.Response = pb.CommandPartitionedTopicMetadataResponse_Failed.Enum()
-		resp.Error = pb.ServerError_TopicNotFound.Enum()
-		resp.Message = proto.String("")
 	default:
+		if n, err = c.b.partitionedMetadata(tn, m.GetMetadataAutoCreationEnabled()); err != nil {
+			resp.Response = pb.CommandPartitionedTopicMetadataResponse_Failed.Enum()
+			resp.Error = pb.ServerError_TopicNotFound.Enum()
+			resp.Message = proto.String("")
+			break
+		}
 		resp.Response = pb.CommandPartitionedTopicMetadataResponse_Success.Enum()
-		resp.Partitions = proto.Uint32(uint32(c.b.partitions(tn)))
+		resp.Partitions = proto.Uint32(uint32(n))
 	}
 	c.send(protocol.Base(pb.BaseCommand_PARTITIONED_METADATA_RESPONSE, resp))
 }

@@ -33,18 +33,33 @@ type Message struct {
 	SchemaVersion []byte
 }
 
-// decodeEntry expands a stored entry into its messages, decompressing the
-// payload as needed.
-func decodeEntry(data []byte, id MessageID) ([]Message, error) {
+// openEntry parses a stored entry's metadata and decompresses its body.
+func openEntry(data []byte) (*pb.MessageMetadata, []byte, error) {
 	pl, err := protocol.ParsePayload(data)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	md := pl.Metadata
 	body, err := decompress(md.GetCompression(), pl.Body, int(md.GetUncompressedSize()))
 	if err != nil {
+		return nil, nil, err
+	}
+	return md, body, nil
+}
+
+// decodeEntry expands a stored entry into its messages, decompressing the
+// payload as needed.
+func decodeEntry(data []byte, id MessageID) ([]Message, error) {
+	md, body, err := openEntry(data)
+	if err != nil {
 		return nil, err
 	}
+	return entryMessages(md, body, id)
+}
+
+// entryMessages expands an entry's metadata and uncompressed body into its
+// messages.
+func entryMessages(md *pb.MessageMetadata, body []byte, id MessageID) ([]Message, error) {
 	base := Message{
 		Producer:      md.GetProducerName(),
 		SequenceID:    md.GetSequenceId(),
@@ -154,4 +169,63 @@ func (b *Broker) Messages(topic string) ([]Message, error) {
 		out = append(out, ms...)
 	}
 	return out, nil
+}
+
+// Entry is one stored entry as a plain value: what one SEND stored.
+type Entry struct {
+	// ID is the entry's id; its BatchIndex is -1.
+	ID          MessageID
+	Producer    string
+	SequenceID  uint64
+	PublishTime time.Time
+	// BatchSize is the number of messages of a batch entry; 0 when the entry
+	// is not a batch.
+	BatchSize int32
+	// Messages are the entry's messages, batches expanded, as Messages
+	// returns them.
+	Messages []Message
+	// Body is the entry's payload uncompressed: the message's payload, or a
+	// batch's messages each framed with its own metadata (as Pulsar's REST
+	// API serves an entry).
+	Body []byte
+}
+
+// Entry returns the stored entry of a topic with this id (its batch index is
+// ignored). It fails with ErrTopicNotFound or ErrMessageNotFound, the latter
+// also for an entry already freed (see DefaultTrimBlock).
+func (b *Broker) Entry(topic string, id MessageID) (Entry, error) {
+	tn, err := ParseTopicName(topic)
+	if err != nil {
+		return Entry{}, err
+	}
+	t := b.lookupTopic(tn.String())
+	if t == nil {
+		return Entry{}, topicNotFound(tn)
+	}
+	t.mu.Lock()
+	var data []byte
+	if id.Ledger == int64(t.ledger) {
+		if e := t.log.get(id.Entry); e != nil {
+			data = e.data
+		}
+	}
+	eid := t.eventID(id.Entry)
+	t.mu.Unlock()
+	if data == nil {
+		return Entry{}, ErrMessageNotFound
+	}
+	md, body, err := openEntry(data)
+	if err != nil {
+		return Entry{}, fmt.Errorf("entry %d:%d: %w", id.Ledger, id.Entry, err)
+	}
+	msgs, err := entryMessages(md, body, eid)
+	if err != nil {
+		return Entry{}, fmt.Errorf("entry %d:%d: %w", id.Ledger, id.Entry, err)
+	}
+	e := Entry{ID: eid, Producer: md.GetProducerName(), SequenceID: md.GetSequenceId(),
+		PublishTime: time.UnixMilli(int64(md.GetPublishTime())), Messages: msgs, Body: bytes.Clone(body)}
+	if md.NumMessagesInBatch != nil {
+		e.BatchSize = md.GetNumMessagesInBatch()
+	}
+	return e, nil
 }

@@ -18,8 +18,7 @@ import (
 // invalid namespace closes the connection, as in Pulsar.
 func (c *conn) handleGetTopicsOfNamespace(g *pb.CommandGetTopicsOfNamespace) bool {
 	ns := g.GetNamespace()
-	tenant, name, ok := strings.Cut(ns, "/")
-	if !ok || !namedEntity.MatchString(tenant) || !namedEntity.MatchString(name) {
+	if ValidateNamespaceName(ns) != nil {
 		c.log.Info("closing connection: invalid namespace", "namespace", ns)
 		return false
 	}
@@ -59,24 +58,26 @@ func (c *conn) handleGetTopicsOfNamespace(g *pb.CommandGetTopicsOfNamespace) boo
 	return true
 }
 
+// TopicsMode selects the topics a listing includes: persistent ones,
+// non-persistent ones or all (the binary protocol's mode).
+type TopicsMode = pb.CommandGetTopicsOfNamespace_Mode
+
+// The modes of a topic listing.
+const (
+	TopicsPersistent    = pb.CommandGetTopicsOfNamespace_PERSISTENT
+	TopicsNonPersistent = pb.CommandGetTopicsOfNamespace_NON_PERSISTENT
+	TopicsAll           = pb.CommandGetTopicsOfNamespace_ALL
+)
+
 // TopicsOfNamespace returns the sorted full names of the topics in the
 // namespace "tenant/ns" for the given mode: persistent, non-persistent or all.
 // A partitioned topic appears as its partitions.
-func (b *Broker) TopicsOfNamespace(ns string, mode pb.CommandGetTopicsOfNamespace_Mode) []string {
+func (b *Broker) TopicsOfNamespace(ns string, mode TopicsMode) []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	set := map[string]bool{}
 	want := func(tn TopicName) bool {
-		if tn.NamespaceName() != ns {
-			return false
-		}
-		switch mode {
-		case pb.CommandGetTopicsOfNamespace_PERSISTENT:
-			return tn.Persistent
-		case pb.CommandGetTopicsOfNamespace_NON_PERSISTENT:
-			return !tn.Persistent
-		}
-		return true
+		return tn.NamespaceName() == ns && modeWants(mode, tn)
 	}
 	for _, t := range b.topics {
 		if want(t.name) {

@@ -1,12 +1,9 @@
 package broker
 
 import (
-	"errors"
-	"net/http"
+	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/pulsarsim/pulsarsim/protocol/pb"
 )
 
 // namespaceRegistry holds the tenants and namespaces created through the
@@ -29,26 +26,10 @@ func (b *Broker) registryLocked() *namespaceRegistry {
 	return r
 }
 
-// Errors of the tenant and namespace operations.
-var (
-	// ErrTenantNotFound: the tenant does not exist.
-	ErrTenantNotFound = errors.New("Tenant does not exist")
-	// ErrTenantExists: the tenant exists already.
-	ErrTenantExists = errors.New("Tenant already exists")
-	// ErrNamespaceNotFound: the namespace does not exist.
-	ErrNamespaceNotFound = errors.New("Namespace does not exist")
-	// ErrNamespaceExists: the namespace exists already.
-	ErrNamespaceExists = errors.New("Namespace already exists")
-	// ErrNamespaceNotEmpty: the namespace still holds topics.
-	ErrNamespaceNotEmpty = errors.New("Cannot delete non empty namespace")
-	// ErrTenantNotEmpty: the tenant still holds namespaces.
-	ErrTenantNotEmpty = errors.New("The tenant still has active namespaces")
-)
-
 // CreateTenant registers a tenant.
 func (b *Broker) CreateTenant(tenant string) error {
 	if !namedEntity.MatchString(tenant) {
-		return errors.New("Invalid tenant name: " + tenant)
+		return errorf(ErrInvalidName, "Invalid tenant name: %s", tenant)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -90,13 +71,23 @@ func (b *Broker) DeleteTenant(tenant string) error {
 	return nil
 }
 
+// ValidateNamespaceName checks that ns is a well-formed namespace name,
+// "tenant/ns", and fails with ErrInvalidName otherwise.
+func ValidateNamespaceName(ns string) error {
+	tenant, name, ok := strings.Cut(ns, "/")
+	if !ok || !namedEntity.MatchString(tenant) || !namedEntity.MatchString(name) {
+		return errorf(ErrInvalidName, "Invalid namespace name: %s", ns)
+	}
+	return nil
+}
+
 // CreateNamespace registers the namespace "tenant/ns"; its tenant must
 // exist.
 func (b *Broker) CreateNamespace(ns string) error {
-	tenant, _, ok := strings.Cut(ns, "/")
-	if !ok {
-		return errors.New("Invalid namespace name: " + ns)
+	if err := ValidateNamespaceName(ns); err != nil {
+		return err
 	}
+	tenant, _, _ := strings.Cut(ns, "/")
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := b.registryLocked()
@@ -156,35 +147,32 @@ func (b *Broker) Namespaces(tenant string) ([]string, error) {
 // DeleteNamespace removes a namespace. Without force it must hold no topic;
 // with force its topics are deleted first.
 func (b *Broker) DeleteNamespace(ns string, force bool) error {
+	if err := ValidateNamespaceName(ns); err != nil {
+		return err
+	}
 	if !b.NamespaceExists(ns) {
 		return ErrNamespaceNotFound
 	}
-	topics := b.TopicsOfNamespace(ns, pb.CommandGetTopicsOfNamespace_ALL)
+	topics := b.TopicsOfNamespace(ns, TopicsAll)
 	if len(topics) > 0 && !force {
 		return ErrNamespaceNotEmpty
 	}
 	for _, t := range topics {
-		if tn, err := ParseTopicName(t); err == nil {
-			b.deleteTopics(tn.Base(), true)
+		tn, err := ParseTopicName(t)
+		if err != nil {
+			return err
+		}
+		if err := b.deleteTopics(tn.Base(), true); err != nil {
+			return fmt.Errorf("deleting topic %s of namespace %s: %w", tn.Base(), ns, err)
 		}
 	}
 	b.mu.Lock()
 	delete(b.registryLocked().namespaces, ns)
-	delete(b.nsTTL, ns)
+	delete(b.nsPolicies, ns)
 	b.mu.Unlock()
 	return nil
 }
 
-// namespaceStatus maps the registry's errors to HTTP statuses.
-func namespaceStatus(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, ErrTenantNotFound), errors.Is(err, ErrNamespaceNotFound):
-		return errStatus(http.StatusNotFound, err.Error())
-	case errors.Is(err, ErrTenantExists), errors.Is(err, ErrNamespaceExists),
-		errors.Is(err, ErrNamespaceNotEmpty), errors.Is(err, ErrTenantNotEmpty):
-		return errStatus(http.StatusConflict, err.Error())
-	}
-	return errStatus(http.StatusPreconditionFailed, err.Error())
-}
+// ClusterName returns the name of the broker's cluster ("standalone" unless
+// WithClusterName set another).
+func (b *Broker) ClusterName() string { return b.cfg.clusterName }

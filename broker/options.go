@@ -31,6 +31,7 @@ type config struct {
 	authRefresh       time.Duration
 	advertisedAddress string
 	listeners         map[string]AdvertisedListener
+	policies          Policies // broker-level defaults, every field set
 }
 
 func defaultConfig() config {
@@ -47,6 +48,7 @@ func defaultConfig() config {
 		ksConsistentHash:  true,
 		expiryInterval:    5 * time.Minute,
 		authRefresh:       60 * time.Second,
+		policies:          defaultPolicies(),
 	}
 }
 

@@ -1,7 +1,5 @@
 package broker
 
-import "net/http"
-
 // TerminateTopic terminates a topic, as Pulsar's admin "terminate" does: it
 // takes no more messages and keeps what it has for its subscriptions. Its
 // producers are closed from the broker side; when they come back they get
@@ -10,9 +8,13 @@ import "net/http"
 // pulsarsim does not send REACHED_END_OF_TOPIC to consumers that read to the
 // end.
 func (b *Broker) TerminateTopic(name string) (MessageID, error) {
-	t := b.topicByName(name)
+	tn, err := ParseTopicName(name)
+	if err != nil {
+		return MessageID{}, err
+	}
+	t := b.lookupTopic(tn.String())
 	if t == nil {
-		return MessageID{}, ErrTopicNotFound
+		return MessageID{}, topicNotFound(tn)
 	}
 	t.mu.Lock()
 	t.terminated = true
@@ -27,19 +29,4 @@ func (b *Broker) TerminateTopic(name string) (MessageID, error) {
 		p.conn.forgetProducer(p)
 	}
 	return last, nil
-}
-
-// terminateTopic answers POST …/terminate with the last message id.
-func (a *adminAPI) terminateTopic(w http.ResponseWriter, r *http.Request) {
-	tn, err := topicFromPath(r)
-	if err != nil {
-		reply(w, nil, err)
-		return
-	}
-	id, err := a.b.TerminateTopic(tn.String())
-	if err != nil {
-		reply(w, nil, topicStatus(err))
-		return
-	}
-	reply(w, map[string]int64{"ledgerId": id.Ledger, "entryId": id.Entry, "partitionIndex": int64(id.Partition)}, nil)
 }

@@ -201,6 +201,10 @@ func (b *Broker) createTopicLocked(tn TopicName) *Topic {
 func (b *Broker) topicExists(tn TopicName) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.topicExistsLocked(tn)
+}
+
+func (b *Broker) topicExistsLocked(tn TopicName) bool {
 	if _, ok := b.topics[tn.String()]; ok {
 		return true
 	}

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -33,7 +32,7 @@ func ParseTopicName(s string) (TopicName, error) {
 		case 2:
 			s = "persistent://" + s
 		default:
-			return TopicName{}, fmt.Errorf("Invalid short topic name '%s', it should be in the format of <tenant>/<namespace>/<topic> or <topic>", s)
+			return TopicName{}, errorf(ErrInvalidName, "Invalid short topic name '%s', it should be in the format of <tenant>/<namespace>/<topic> or <topic>", s)
 		}
 	}
 	domain, rest, _ := strings.Cut(s, "://")
@@ -43,18 +42,18 @@ func ParseTopicName(s string) (TopicName, error) {
 		t.Persistent = true
 	case "non-persistent":
 	default:
-		return TopicName{}, fmt.Errorf("Invalid topic domain: '%s'", domain)
+		return TopicName{}, errorf(ErrInvalidName, "Invalid topic domain: '%s'", domain)
 	}
 	parts := strings.SplitN(rest, "/", 4)
 	if len(parts) == 4 {
-		return TopicName{}, fmt.Errorf("Invalid topic name: %s (pulsarsim does not serve v1 names with a cluster)", s)
+		return TopicName{}, errorf(ErrInvalidName, "Invalid topic name: %s (pulsarsim does not serve v1 names with a cluster)", s)
 	}
 	if len(parts) != 3 || parts[2] == "" {
-		return TopicName{}, fmt.Errorf("Invalid topic name: %s", s)
+		return TopicName{}, errorf(ErrInvalidName, "Invalid topic name: %s", s)
 	}
 	t.Tenant, t.Namespace, t.Local = parts[0], parts[1], parts[2]
 	if !namedEntity.MatchString(t.Tenant) || !namedEntity.MatchString(t.Namespace) {
-		return TopicName{}, fmt.Errorf("Invalid namespace format: %s/%s", t.Tenant, t.Namespace)
+		return TopicName{}, errorf(ErrInvalidName, "Invalid namespace format: %s/%s", t.Tenant, t.Namespace)
 	}
 	t.Partition = partitionIndex(t.Local)
 	return t, nil

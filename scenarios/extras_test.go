@@ -68,7 +68,7 @@ func TestMessageTTLExpiresWhatNobodyAcknowledged(t *testing.T) {
 		}
 		c.Close() // a durable subscription with no consumer
 		ids := tg.Produce(topic, 3, nil)
-		b.SetNamespaceMessageTTL("public/default", time.Minute)
+		b.SetNamespacePolicies("public/default", broker.Policies{MessageTTLSeconds: new(60)})
 		b.Advance(30 * time.Second)
 		if got := b.Sub(topic, "sub").Backlog; got != 3 {
 			t.Fatalf("backlog %d before the TTL passed, want 3", got)
@@ -85,9 +85,10 @@ func TestMessageTTLExpiresWhatNobodyAcknowledged(t *testing.T) {
 		b := tg.RequireSim("advances the broker clock")
 		ctx := scenarios.Ctx(t)
 		topic := tg.Topic("ttl-active")
-		if err := b.SetTopicMessageTTL(topic, time.Minute); err != nil {
+		if err := b.CreateTopic(topic); err != nil {
 			t.Fatal(err)
 		}
+		b.SetTopicPolicies(topic, broker.Policies{MessageTTLSeconds: new(60)})
 		d := tg.Drive(testkit.DriverOptions{Consumer: sharedConsumer(topic), Script: func(pulsar.Message, int) testkit.Outcome {
 			return testkit.NoAnswer
 		}})

@@ -184,7 +184,7 @@ func ExampleBroker_Advance() {
 		defer producer.Close()
 		producer.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("old")})
 
-		b.SetTopicMessageTTL("ttl", time.Hour)
+		b.SetTopicPolicies("ttl", broker.Policies{MessageTTLSeconds: new(3600)}) // an hour
 		fmt.Println("backlog before:", b.Sub("ttl", "s").Backlog)
 		b.Advance(2 * time.Hour) // the broker clock jumps; TTL expiry runs
 		fmt.Println("backlog after:", b.Sub("ttl", "s").Backlog)

@@ -1,10 +1,6 @@
 package testkit
 
-import (
-	"time"
-
-	"github.com/pulsarsim/pulsarsim/broker"
-)
+import "github.com/pulsarsim/pulsarsim/broker"
 
 // The broker's own API, as a test sees it. Each method below hands the call
 // to the broker started for the test; the lifecycle (Listen, Serve, Close)
@@ -90,16 +86,6 @@ func (b *Broker) DeleteNamespace(ns string, force bool) error {
 
 // Namespaces lists a tenant's namespaces.
 func (b *Broker) Namespaces(tenant string) ([]string, error) { return b.srv.Namespaces(tenant) }
-
-// SetNamespaceMessageTTL sets a namespace's message TTL; 0 removes it.
-func (b *Broker) SetNamespaceMessageTTL(ns string, ttl time.Duration) {
-	b.srv.SetNamespaceMessageTTL(ns, ttl)
-}
-
-// SetTopicMessageTTL sets a topic's message TTL; 0 removes it.
-func (b *Broker) SetTopicMessageTTL(topic string, ttl time.Duration) error {
-	return b.srv.SetTopicMessageTTL(topic, ttl)
-}
 
 // DropConnections closes every client connection, as a broker restart would,
 // and returns how many it closed.

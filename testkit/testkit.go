@@ -4,6 +4,7 @@ package testkit
 
 import (
 	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -29,6 +30,9 @@ type Broker struct {
 
 	issuer    *issuer.Issuer // with WithOAuth2
 	issuerSrv *httptest.Server
+
+	adminMu  sync.Mutex
+	adminURL string // the admin API's URL once AdminURL started it
 }
 
 // Option configures what Start starts: the broker's own options

@@ -303,9 +303,7 @@ func TestExpiryEventNamesTheRangeItCovered(t *testing.T) {
 	}
 	c.Close()
 	b.WaitBacklog(ctx, "aging", "s", 2)
-	if err := b.SetTopicMessageTTL("aging", time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	b.SetTopicPolicies("aging", broker.Policies{MessageTTLSeconds: new(60)})
 	b.Advance(2 * time.Minute)
 	b.WaitBacklog(ctx, "aging", "s", 0)
 	var got []broker.Event

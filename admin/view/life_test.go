@@ -142,9 +142,7 @@ func TestLifeShowsExpiryOfMessagesNoConsumerGot(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	if err := b.SetTopicMessageTTL("aging", time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	b.SetTopicPolicies("aging", broker.Policies{MessageTTLSeconds: new(60)})
 	b.Advance(2 * time.Minute)
 	b.WaitBacklog(ctx, "aging", "s", 0)
 	full := "persistent://public/default/aging"

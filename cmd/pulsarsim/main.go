@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pulsarsim/pulsarsim/admin"
 	"github.com/pulsarsim/pulsarsim/admin/view"
 	"github.com/pulsarsim/pulsarsim/broker"
 )
@@ -101,7 +102,7 @@ func run(args []string) error {
 		return err
 	}
 	logger.Info("pulsarsim serving", "url", b.URL())
-	httpHandler, err := sec.httpHandler(withView(b.AdminHandler(), web))
+	httpHandler, err := sec.httpHandler(withView(admin.New(b), web))
 	if err != nil {
 		b.Close()
 		return err

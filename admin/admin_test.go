@@ -1,4 +1,4 @@
-package broker_test
+package admin_test
 
 import (
 	"context"
@@ -10,28 +10,29 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin"
+	padmin "github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin/config"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
+	"github.com/pulsarsim/pulsarsim/admin"
 	"github.com/pulsarsim/pulsarsim/broker"
 )
 
 // startAdmin starts a broker with its admin API and returns both, with a
 // pulsaradmin client for the API.
-func startAdmin(t *testing.T) (*broker.Broker, admin.Client, string) {
+func startAdmin(t *testing.T) (*broker.Broker, padmin.Client, string) {
 	t.Helper()
 	b := broker.New()
 	if err := b.Listen("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(b.AdminHandler())
+	srv := httptest.NewServer(admin.New(b))
 	t.Cleanup(func() {
 		srv.Close()
 		b.Close()
 	})
-	a, err := admin.New(&config.Config{WebServiceURL: srv.URL})
+	a, err := padmin.New(&config.Config{WebServiceURL: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}

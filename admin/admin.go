@@ -1,0 +1,97 @@
+// Package admin is pulsarsim's admin REST API: the subset of Pulsar's REST
+// API (/admin/v2, /lookup/v2) that pulsar-client-go's tests and its
+// pulsaradmin package use most, served over the broker's exported API.
+//
+// Errors are JSON objects {"reason": "..."} with the status codes Pulsar
+// uses: 404 for a missing tenant, namespace, topic or subscription, 409 for
+// one that exists already, 412 for a request the current state forbids, 400
+// for a body that does not parse. A request that fails changes nothing.
+package admin
+
+import (
+	"net/http"
+
+	"github.com/pulsarsim/pulsarsim/broker"
+)
+
+// Server serves the admin REST API of one broker. It is an http.Handler:
+// serve it with net/http, e.g. on 127.0.0.1:8080 as a Pulsar standalone
+// does.
+type Server struct {
+	b   *broker.Broker
+	mux *http.ServeMux
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithHandler serves h for the requests that match pattern (a
+// net/http.ServeMux pattern, e.g. "/view/"), beside the REST API.
+func WithHandler(pattern string, h http.Handler) Option {
+	return func(s *Server) { s.mux.Handle(pattern, h) }
+}
+
+// New returns the admin REST API of b, configured by opts.
+func New(b *broker.Broker, opts ...Option) *Server {
+	s := &Server{b: b, mux: http.NewServeMux()}
+	s.routeNamespaces()
+	s.routeTopics()
+	s.routePolicies()
+	s.routeSchemas()
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		httpError(w, http.StatusNotFound, "Not found: "+r.URL.Path)
+	})
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// ServeHTTP answers one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+func (s *Server) routeNamespaces() {
+	m := s.mux
+	m.HandleFunc("GET /admin/v2/tenants", s.listTenants)
+	m.HandleFunc("PUT /admin/v2/tenants/{tenant}", s.createTenant)
+	m.HandleFunc("GET /admin/v2/tenants/{tenant}", s.getTenant)
+	m.HandleFunc("DELETE /admin/v2/tenants/{tenant}", s.deleteTenant)
+	m.HandleFunc("GET /admin/v2/namespaces/{tenant}", s.listNamespaces)
+	m.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{ns}", s.createNamespace)
+	m.HandleFunc("GET /admin/v2/namespaces/{tenant}/{ns}", s.getNamespacePolicies)
+	m.HandleFunc("DELETE /admin/v2/namespaces/{tenant}/{ns}", s.deleteNamespace)
+	m.HandleFunc("GET /admin/v2/namespaces/{tenant}/{ns}/topics", s.namespaceTopics)
+}
+
+func (s *Server) routeTopics() {
+	m := s.mux
+	const topic = "/admin/v2/{domain}/{tenant}/{ns}/{topic}"
+	m.HandleFunc("GET /admin/v2/{domain}/{tenant}/{ns}", s.listTopics)
+	m.HandleFunc("GET /admin/v2/{domain}/{tenant}/{ns}/partitioned", s.listPartitionedTopics)
+	m.HandleFunc("PUT "+topic, s.createTopic)
+	m.HandleFunc("DELETE "+topic, s.deleteTopic)
+	m.HandleFunc("PUT "+topic+"/partitions", s.createPartitionedTopic)
+	m.HandleFunc("POST "+topic+"/partitions", s.updatePartitions)
+	m.HandleFunc("GET "+topic+"/partitions", s.getPartitions)
+	m.HandleFunc("DELETE "+topic+"/partitions", s.deletePartitionedTopic)
+	m.HandleFunc("GET "+topic+"/stats", s.topicStats)
+	m.HandleFunc("GET "+topic+"/partitioned-stats", s.partitionedStats)
+	m.HandleFunc("PUT "+topic+"/unload", s.unloadTopic)
+	m.HandleFunc("POST "+topic+"/terminate", s.terminateTopic)
+	m.HandleFunc("GET "+topic+"/subscriptions", s.listSubscriptions)
+	m.HandleFunc("PUT "+topic+"/subscription/{sub}", s.createSubscription)
+	m.HandleFunc("DELETE "+topic+"/subscription/{sub}", s.deleteSubscription)
+	m.HandleFunc("GET "+topic+"/ledger/{ledger}/entry/{entry}", s.messageByID)
+}
+
+func (s *Server) routeSchemas() {
+	m := s.mux
+	const topic = "/admin/v2/schemas/{tenant}/{ns}/{topic}"
+	m.HandleFunc("GET "+topic+"/schema", s.getSchema)
+	m.HandleFunc("GET "+topic+"/schema/{version}", s.getSchema)
+	m.HandleFunc("GET "+topic+"/schemas", s.getSchemas)
+	m.HandleFunc("POST "+topic+"/schema", s.postSchema)
+	m.HandleFunc("DELETE "+topic+"/schema", s.deleteSchema)
+	m.HandleFunc("GET /lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}", s.lookup)
+	m.HandleFunc("GET /lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}/bundle", s.bundle)
+}

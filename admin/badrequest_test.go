@@ -1,0 +1,161 @@
+package admin_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pulsarsim/pulsarsim/broker"
+)
+
+// call sends one request to the admin API and returns its status and body.
+func call(t *testing.T, base, method, path, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, out
+}
+
+// brokerState is what the admin API can change, as plain values.
+type brokerState struct {
+	Tenants         []string
+	Topics          []string
+	Subscriptions   []string
+	NamespacePolicy broker.Policies
+	TopicPolicy     broker.Policies
+	Schemas         []broker.Schema
+	Partitions      int
+	MarkDelete      int64
+}
+
+func stateOf(t *testing.T, b *broker.Broker) brokerState {
+	t.Helper()
+	var st brokerState
+	var err error
+	st.Tenants = b.Tenants()
+	st.Topics = b.Topics()
+	if st.Subscriptions, err = b.Subscriptions("t"); err != nil {
+		t.Fatal(err)
+	}
+	if st.NamespacePolicy, err = b.NamespacePolicies("public/default"); err != nil {
+		t.Fatal(err)
+	}
+	if st.TopicPolicy, err = b.TopicPolicies("t"); err != nil {
+		t.Fatal(err)
+	}
+	if st.Schemas, err = b.Schemas("t"); err != nil {
+		t.Fatal(err)
+	}
+	if st.Partitions, err = b.PartitionedMetadata("parted"); err != nil {
+		t.Fatal(err)
+	}
+	snap, _ := b.Subscription("persistent://public/default/t", "s")
+	st.MarkDelete = snap.MarkDelete.Entry
+	return st
+}
+
+// Requests Pulsar refuses get its status code and a JSON reason, and change
+// nothing. The codes were checked against Pulsar 4.0.8 (where Pulsar's own
+// answer is a plain-text or HTML body, pulsarsim still answers JSON).
+func TestBadRequestsGetPulsarsStatusAndChangeNothing(t *testing.T) {
+	b, _, base := startAdmin(t)
+	if err := b.CreateTopic("t"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CreatePartitionedTopic("parted", 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Publish("t", broker.ProducerMessage{Payload: []byte("m")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.UpdateNamespacePolicies("public/default", func(p *broker.Policies) { p.MessageTTLSeconds = new(30) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.UpdateTopicPolicies("t", func(p *broker.Policies) { p.MessageTTLSeconds = new(5) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.PutSchema("t", broker.Schema{Type: "STRING"}); err != nil {
+		t.Fatal(err)
+	}
+	cons := subscribe(t, b, "t", "s")
+	defer cons.Close()
+
+	const topic = "/admin/v2/persistent/public/default/t"
+	cases := []struct {
+		name, method, path, body string
+		status                   int
+	}{
+		{"malformed subscription body", "PUT", topic + "/subscription/new", `{bad`, 400},
+		{"mistyped subscription body", "PUT", topic + "/subscription/new", `{"ledgerId":"x","entryId":0}`, 400},
+		{"array as subscription body", "PUT", topic + "/subscription/new", `[1]`, 400},
+		{"existing subscription", "PUT", topic + "/subscription/s", ``, 409},
+		{"subscription with a consumer", "DELETE", topic + "/subscription/s", ``, 412},
+		{"unknown subscription", "DELETE", topic + "/subscription/none", ``, 404},
+		{"subscription of an unknown topic", "DELETE", "/admin/v2/persistent/public/default/none/subscription/s", ``, 404},
+		{"subscriptions of an unknown topic", "GET", "/admin/v2/persistent/public/default/none/subscriptions", ``, 404},
+		{"stats of an unknown topic", "GET", "/admin/v2/persistent/public/default/none/stats", ``, 404},
+		{"stats of a partitioned topic's name", "GET", "/admin/v2/persistent/public/default/parted/stats", ``, 404},
+		{"unload of an unknown topic", "PUT", "/admin/v2/persistent/public/default/none/unload", ``, 404},
+		{"delete of an unknown topic", "DELETE", "/admin/v2/persistent/public/default/none", ``, 404},
+		{"existing topic", "PUT", topic, ``, 409},
+		{"negative namespace TTL", "POST", "/admin/v2/namespaces/public/default/messageTTL", `-1`, 412},
+		{"namespace TTL not a number", "POST", "/admin/v2/namespaces/public/default/messageTTL", `abc`, 400},
+		{"TTL of an unknown namespace", "POST", "/admin/v2/namespaces/public/none/messageTTL", `5`, 404},
+		{"negative topic TTL", "POST", topic + "/messageTTL?messageTTL=-1", ``, 412},
+		{"topic TTL not a number", "POST", topic + "/messageTTL?messageTTL=abc", ``, 404},
+		{"TTL of an unknown topic", "POST", "/admin/v2/persistent/public/default/none/messageTTL?messageTTL=5", ``, 404},
+		{"malformed partition count", "PUT", "/admin/v2/persistent/public/default/p2/partitions", `{bad`, 400},
+		{"zero partitions", "PUT", "/admin/v2/persistent/public/default/p2/partitions", `0`, 406},
+		{"fewer partitions", "POST", "/admin/v2/persistent/public/default/parted/partitions", `2`, 422},
+		{"partitions of a non-partitioned topic", "POST", topic + "/partitions", `4`, 409},
+		{"malformed schema", "POST", "/admin/v2/schemas/public/default/t/schema", `{bad`, 400},
+		{"unknown schema type", "POST", "/admin/v2/schemas/public/default/t/schema", `{"type":"NOPE","schema":""}`, 500},
+		{"message id not a number", "GET", topic + "/ledger/abc/entry/0", ``, 404},
+		{"message beyond the topic", "GET", topic + "/ledger/1/entry/99", ``, 404},
+		{"malformed tenant", "PUT", "/admin/v2/tenants/acme", `{bad`, 400},
+		{"invalid namespace name", "PUT", "/admin/v2/namespaces/public/bad%20name", ``, 412},
+	}
+	before := stateOf(t, b)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			status, body := call(t, base, c.method, c.path, c.body)
+			if status != c.status {
+				t.Fatalf("%s %s: status %d (%s), want %d", c.method, c.path, status, body, c.status)
+			}
+			var reason struct{ Reason string }
+			if err := json.Unmarshal(body, &reason); err != nil || reason.Reason == "" {
+				t.Fatalf("body %q is not a JSON reason: %v", body, err)
+			}
+			if diff := cmp.Diff(before, stateOf(t, b)); diff != "" {
+				t.Fatalf("the refused request changed the broker (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// subscribe attaches a real consumer to topic's subscription sub.
+func subscribe(t *testing.T, b *broker.Broker, topic, sub string) pulsar.Consumer {
+	t.Helper()
+	cons, err := newClient(t, b).Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: sub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cons
+}

@@ -1,0 +1,114 @@
+package admin
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/pulsarsim/pulsarsim/broker"
+)
+
+// Handlers for tenants and namespaces.
+
+func (s *Server) listTenants(w http.ResponseWriter, _ *http.Request) {
+	reply(w, s.b.Tenants(), nil)
+}
+
+// createTenant creates a tenant. The body's roles and clusters are read (a
+// body that does not parse is a 400) but not kept.
+func (s *Server) createTenant(w http.ResponseWriter, r *http.Request) {
+	var info struct {
+		AdminRoles      []string `json:"adminRoles"`
+		AllowedClusters []string `json:"allowedClusters"`
+	}
+	err := decodeJSON(r, &info)
+	if err == nil {
+		err = s.b.CreateTenant(r.PathValue("tenant"))
+	}
+	reply(w, nil, err)
+}
+
+func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) {
+	if !slices.Contains(s.b.Tenants(), r.PathValue("tenant")) {
+		reply(w, nil, broker.ErrTenantNotFound)
+		return
+	}
+	reply(w, map[string]any{"adminRoles": []string{}, "allowedClusters": []string{s.b.ClusterName()}}, nil)
+}
+
+func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request) {
+	reply(w, nil, s.b.DeleteTenant(r.PathValue("tenant")))
+}
+
+func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) {
+	list, err := s.b.Namespaces(r.PathValue("tenant"))
+	reply(w, list, err)
+}
+
+func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {
+	ns, err := namespaceFromPath(r)
+	if err == nil {
+		err = s.b.CreateNamespace(ns)
+	}
+	reply(w, nil, err)
+}
+
+// getNamespacePolicies answers the namespace's policies document: the
+// cluster, and each policy the namespace sets, under Pulsar's JSON name.
+func (s *Server) getNamespacePolicies(w http.ResponseWriter, r *http.Request) {
+	ns, err := namespaceFromPath(r)
+	var pol broker.Policies
+	if err == nil {
+		pol, err = s.b.NamespacePolicies(ns)
+	}
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	doc := map[string]any{"replication_clusters": []string{s.b.ClusterName()}}
+	for _, p := range policyEndpoints {
+		if v, set := p.value(pol); set {
+			doc[p.jsonName] = v
+		}
+	}
+	reply(w, doc, nil)
+}
+
+func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) {
+	ns, err := namespaceFromPath(r)
+	if err == nil {
+		err = s.b.DeleteNamespace(ns, boolParam(r, "force"))
+	}
+	reply(w, nil, err)
+}
+
+// namespaceTopics lists the namespace's topics, partitions included, for
+// the HTTP lookup service (mode PERSISTENT, NON_PERSISTENT or ALL). Unlike
+// the binary protocol's answer, an unknown namespace is a 404.
+func (s *Server) namespaceTopics(w http.ResponseWriter, r *http.Request) {
+	ns, ok := s.existingNamespace(w, r)
+	if !ok {
+		return
+	}
+	mode := broker.TopicsPersistent
+	switch r.URL.Query().Get("mode") {
+	case "NON_PERSISTENT":
+		mode = broker.TopicsNonPersistent
+	case "ALL":
+		mode = broker.TopicsAll
+	}
+	reply(w, s.b.TopicsOfNamespace(ns, mode), nil)
+}
+
+// existingNamespace reads the namespace of the request's path and checks it
+// exists; otherwise it answers the error and returns false.
+func (s *Server) existingNamespace(w http.ResponseWriter, r *http.Request) (string, bool) {
+	ns, err := namespaceFromPath(r)
+	if err == nil && !s.b.NamespaceExists(ns) {
+		err = broker.ErrNamespaceNotFound
+	}
+	if err != nil {
+		reply(w, nil, err)
+		return "", false
+	}
+	return ns, true
+}

@@ -1,0 +1,127 @@
+package admin
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/pulsarsim/pulsarsim/broker"
+)
+
+// Handlers for schemas and lookups.
+
+// schemaJSON is Pulsar's GetSchemaResponse.
+type schemaJSON struct {
+	Version    int64             `json:"version"`
+	Type       string            `json:"type"`
+	Timestamp  int64             `json:"timestamp"`
+	Data       string            `json:"data"`
+	Properties map[string]string `json:"properties"`
+}
+
+func schemaResponse(s broker.Schema) schemaJSON {
+	return schemaJSON{Version: s.Version, Type: s.Type, Timestamp: s.Registered.UnixMilli(),
+		Data: string(s.Data), Properties: s.Properties}
+}
+
+// getSchema answers the newest schema of a topic, or the version the path
+// names.
+func (s *Server) getSchema(w http.ResponseWriter, r *http.Request) {
+	topic, err := topicFromPath(r)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	version := int64(-1)
+	if v := r.PathValue("version"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			reply(w, nil, broker.ErrSchemaNotFound)
+			return
+		}
+		version = n
+	}
+	sc, err := s.b.Schema(topic, version)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	reply(w, schemaResponse(sc), nil)
+}
+
+// getSchemas answers every version of a topic's schema.
+func (s *Server) getSchemas(w http.ResponseWriter, r *http.Request) {
+	topic, err := topicFromPath(r)
+	var list []broker.Schema
+	if err == nil {
+		list, err = s.b.Schemas(topic)
+	}
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	out := make([]schemaJSON, len(list))
+	for i, sc := range list {
+		out[i] = schemaResponse(sc)
+	}
+	reply(w, map[string]any{"getSchemaResponses": out}, nil)
+}
+
+// postSchema registers a schema given as Pulsar's PostSchemaPayload and
+// answers its version.
+func (s *Server) postSchema(w http.ResponseWriter, r *http.Request) {
+	topic, err := topicFromPath(r)
+	var body struct {
+		Type       string            `json:"type"`
+		Schema     string            `json:"schema"`
+		Properties map[string]string `json:"properties"`
+	}
+	if err == nil {
+		err = decodeJSON(r, &body)
+	}
+	var v int64
+	if err == nil {
+		v, err = s.b.PutSchema(topic, broker.Schema{Type: body.Type, Data: []byte(body.Schema), Properties: body.Properties})
+	}
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	reply(w, map[string]any{"version": map[string]int64{"version": v}}, nil)
+}
+
+func (s *Server) deleteSchema(w http.ResponseWriter, r *http.Request) {
+	topic, err := topicFromPath(r)
+	if err == nil {
+		err = s.b.DeleteSchema(topic)
+	}
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	reply(w, map[string]any{"version": map[string]int64{"version": 0}}, nil)
+}
+
+// lookup answers an HTTP lookup: this broker serves every topic.
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
+	if _, err := topicFromPath(r); err != nil {
+		reply(w, nil, err)
+		return
+	}
+	web := "http://" + r.Host
+	reply(w, map[string]string{
+		"brokerUrl": s.b.URL(), "httpUrl": web, "nativeUrl": s.b.URL(),
+		"brokerUrlTls": "", "httpUrlTls": "",
+	}, nil)
+}
+
+// bundle answers the namespace bundle of a topic: a standalone namespace has
+// one bundle spanning the whole hash range.
+func (s *Server) bundle(w http.ResponseWriter, r *http.Request) {
+	if _, err := topicFromPath(r); err != nil {
+		reply(w, nil, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode("0x00000000_0xffffffff")
+}

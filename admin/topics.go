@@ -1,0 +1,218 @@
+package admin
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/pulsarsim/pulsarsim/broker"
+)
+
+// Handlers for topics, partitioned topics and subscriptions.
+
+func (s *Server) createTopic(w http.ResponseWriter, r *http.Request) {
+	topic, err := topicFromPath(r)
+	if err == nil {
+		err = s.requireNamespace(topic)
+	}
+	if err == nil {
+		err = s.b.CreateTopic(topic)
+	}
+	reply(w, nil, err)
+}
+
+// requireNamespace fails with 404 when the topic's namespace does not exist.
+func (s *Server) requireNamespace(topic string) error {
+	tn, err := broker.ParseTopicName(topic)
+	if err == nil && !s.b.NamespaceExists(tn.NamespaceName()) {
+		err = broker.ErrNamespaceNotFound
+	}
+	return err
+}
+
+func (s *Server) deleteTopic(w http.ResponseWriter, r *http.Request) {
+	topic, err := topicFromPath(r)
+	if err == nil {
+		err = s.b.DeleteTopic(topic, boolParam(r, "force"))
+	}
+	reply(w, nil, err)
+}
+
+func (s *Server) createPartitionedTopic(w http.ResponseWriter, r *http.Request) {
+	topic, err := topicFromPath(r)
+	var n int
+	if err == nil {
+		n, err = readInt(r)
+	}
+	if err == nil {
+		err = s.requireNamespace(topic)
+	}
+	if err == nil {
+		err = s.b.CreatePartitionedTopic(topic, n)
+	}
+	reply(w, nil, err)
+}
+
+func (s *Server) updatePartitions(w http.ResponseWriter, r *http.Request) {
+	topic, err := topicFromPath(r)
+	var n int
+	if err == nil {
+		n, err = readInt(r)
+	}
+	if err == nil {
+		err = s.b.UpdatePartitionedTopic(topic, n)
+	}
+	reply(w, nil, err)
+}
+
+// getPartitions answers the partitioned metadata: N for a partitioned topic,
+// 0 for any other, as Pulsar answers when auto-creation is allowed.
+func (s *Server) getPartitions(w http.ResponseWriter, r *http.Request) {
+	topic, err := topicFromPath(r)
+	var n int
+	if err == nil {
+		n, err = s.b.PartitionedMetadata(topic)
+	}
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	reply(w, map[string]int{"partitions": n}, nil)
+}
+
+func (s *Server) deletePartitionedTopic(w http.ResponseWriter, r *http.Request) {
+	topic, err := topicFromPath(r)
+	if err == nil {
+		err = s.b.DeletePartitionedTopic(topic, boolParam(r, "force"))
+	}
+	reply(w, nil, err)
+}
+
+// topicsMode is the listing mode of the path's domain.
+func topicsMode(r *http.Request) (broker.TopicsMode, error) {
+	switch r.PathValue("domain") {
+	case "persistent":
+		return broker.TopicsPersistent, nil
+	case "non-persistent":
+		return broker.TopicsNonPersistent, nil
+	}
+	return 0, errStatus(http.StatusNotFound, "Not found: "+r.URL.Path)
+}
+
+// listTopics lists the namespace's topics of the path's domain, each
+// partition of a partitioned topic separately, as Pulsar's getList does.
+func (s *Server) listTopics(w http.ResponseWriter, r *http.Request) {
+	ns, ok := s.existingNamespace(w, r)
+	if !ok {
+		return
+	}
+	mode, err := topicsMode(r)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	reply(w, s.b.TopicsOfNamespace(ns, mode), nil)
+}
+
+// listPartitionedTopics lists the namespace's partitioned topics by name.
+func (s *Server) listPartitionedTopics(w http.ResponseWriter, r *http.Request) {
+	ns, err := namespaceFromPath(r)
+	var mode broker.TopicsMode
+	if err == nil {
+		mode, err = topicsMode(r)
+	}
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	reply(w, s.b.PartitionedTopics(ns, mode), nil)
+}
+
+func (s *Server) unloadTopic(w http.ResponseWriter, r *http.Request) {
+	topic, err := topicFromPath(r)
+	if err == nil {
+		err = s.b.UnloadTopic(topic)
+	}
+	reply(w, nil, err)
+}
+
+// terminateTopic answers POST …/terminate with the last message id.
+func (s *Server) terminateTopic(w http.ResponseWriter, r *http.Request) {
+	topic, err := topicFromPath(r)
+	var id broker.MessageID
+	if err == nil {
+		id, err = s.b.TerminateTopic(topic)
+	}
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	reply(w, map[string]int64{"ledgerId": id.Ledger, "entryId": id.Entry, "partitionIndex": int64(id.Partition)}, nil)
+}
+
+func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) {
+	topic, err := topicFromPath(r)
+	var subs []string
+	if err == nil {
+		subs, err = s.b.Subscriptions(topic)
+	}
+	reply(w, subs, err)
+}
+
+// createSubscription creates a durable subscription at the latest position,
+// or at the message id of the body ({"ledgerId": -1, "entryId": -1} is the
+// earliest, as pulsaradmin sends it), on every partition of a partitioned
+// topic. A body that does not parse is a 400 and creates nothing.
+func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
+	topic, err := topicFromPath(r)
+	var body struct {
+		LedgerID *int64 `json:"ledgerId"`
+		EntryID  *int64 `json:"entryId"`
+	}
+	if err == nil {
+		err = decodeJSON(r, &body)
+	}
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	at := broker.Latest
+	if body.LedgerID != nil && body.EntryID != nil {
+		at = broker.AtMessage(broker.MessageID{Ledger: *body.LedgerID, Entry: *body.EntryID})
+	}
+	reply(w, nil, s.b.CreateSubscription(topic, r.PathValue("sub"), at))
+}
+
+func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) {
+	topic, err := topicFromPath(r)
+	if err == nil {
+		err = s.b.DeleteSubscription(topic, r.PathValue("sub"), boolParam(r, "force"))
+	}
+	reply(w, nil, err)
+}
+
+// messageByID answers one stored entry the way Pulsar's REST API does: the
+// (uncompressed) payload as the body, the metadata in X-Pulsar-* headers.
+func (s *Server) messageByID(w http.ResponseWriter, r *http.Request) {
+	topic, err := topicFromPath(r)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	ledger, err1 := strconv.ParseInt(r.PathValue("ledger"), 10, 64)
+	entryID, err2 := strconv.ParseInt(r.PathValue("entry"), 10, 64)
+	if err1 != nil || err2 != nil {
+		// Jersey answers a path parameter it cannot convert with 404.
+		reply(w, nil, errStatus(http.StatusNotFound, "Not found: "+r.URL.Path))
+		return
+	}
+	e, err := s.b.Entry(topic, broker.MessageID{Ledger: ledger, Entry: entryID})
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	for k, v := range restHeaders(e) {
+		w.Header()[k] = v
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	_, _ = w.Write(e.Body)
+}

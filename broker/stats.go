@@ -1,0 +1,219 @@
+package broker
+
+import (
+	"sort"
+	"time"
+)
+
+// TopicStats is a topic's (or one partition's) statistics, as Pulsar's topic
+// stats report them, with the fields pulsarsim keeps. Rates are per second,
+// averaged over windows of at least one second by the wall clock.
+type TopicStats struct {
+	MsgRateIn        float64
+	MsgThroughputIn  float64 // bytes per second
+	MsgRateOut       float64
+	MsgThroughputOut float64
+	// MsgInCounter and BytesInCounter count everything published, freed
+	// entries included.
+	MsgInCounter    int64
+	BytesInCounter  int64
+	MsgOutCounter   int64
+	BytesOutCounter int64
+	AverageMsgSize  float64
+	// StorageSize is the bytes of the entries still stored.
+	StorageSize   int64
+	Publishers    []PublisherStats // oldest first
+	Subscriptions map[string]SubscriptionStats
+}
+
+// PublisherStats is one producer's part of TopicStats.
+type PublisherStats struct {
+	ProducerID      uint64
+	ProducerName    string
+	AccessMode      string // "Shared", as pulsarsim reports every producer
+	MsgRateIn       float64
+	MsgThroughputIn float64
+	AverageMsgSize  float64
+	Address         string
+	ConnectedSince  time.Time
+	ClientVersion   string
+	Metadata        map[string]string
+}
+
+// SubscriptionStats is one subscription's part of TopicStats.
+type SubscriptionStats struct {
+	Type string // "Exclusive", "Shared", "Failover" or "Key_Shared"
+	// MsgBacklog counts the unacknowledged entries; MsgDelayed those held
+	// for their deliver-at time.
+	MsgBacklog          int64
+	MsgBacklogNoDelayed int64
+	MsgDelayed          int64
+	UnackedMessages     int64
+	MsgRateOut          float64
+	MsgThroughputOut    float64
+	MsgRateRedeliver    float64
+	MsgOutCounter       int64
+	BytesOutCounter     int64
+	// ActiveConsumerName names the consumer of an Exclusive or Failover
+	// subscription that receives the messages.
+	ActiveConsumerName string
+	Durable            bool
+	Consumers          []ConsumerStats // in subscription order
+}
+
+// ConsumerStats is one consumer's part of SubscriptionStats.
+type ConsumerStats struct {
+	ConsumerName     string
+	AvailablePermits int
+	UnackedMessages  int
+	// BlockedOnUnackedMsgs is set while the consumer is at its unacked
+	// limit.
+	BlockedOnUnackedMsgs bool
+	MsgRateOut           float64
+	MsgThroughputOut     float64
+	MsgOutCounter        int64
+	BytesOutCounter      int64
+	Address              string
+	ConnectedSince       time.Time
+	ClientVersion        string
+	Metadata             map[string]string
+}
+
+// TopicStats returns the statistics of a topic or of one partition. The name
+// of a partitioned topic itself fails with ErrTopicNotFound, as Pulsar
+// answers it; sum its partitions' stats instead.
+func (b *Broker) TopicStats(topic string) (TopicStats, error) {
+	tn, err := ParseTopicName(topic)
+	if err != nil {
+		return TopicStats{}, err
+	}
+	t := b.lookupTopic(tn.String())
+	if t == nil || b.partitions(tn) > 0 {
+		return TopicStats{}, topicNotFound(tn)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.statsLocked(time.Now()), nil
+}
+
+// statsLocked builds a topic's stats.
+func (t *Topic) statsLocked(now time.Time) TopicStats {
+	st := TopicStats{Publishers: []PublisherStats{}, Subscriptions: map[string]SubscriptionStats{}}
+	for _, e := range t.log.entries {
+		st.StorageSize += int64(len(e.data))
+		st.MsgInCounter += int64(e.messages)
+	}
+	// Freed entries left the storage but still count as published.
+	st.BytesInCounter = st.StorageSize + t.log.freedBytes
+	st.MsgInCounter += t.log.freedMessages
+	if n := st.MsgInCounter; n > 0 {
+		st.AverageMsgSize = float64(st.BytesInCounter) / float64(n)
+	}
+	prods := make([]*Producer, 0, len(t.producers))
+	for p := range t.producers {
+		prods = append(prods, p)
+	}
+	sort.Slice(prods, func(i, j int) bool { return prods[i].since.Before(prods[j].since) })
+	for _, p := range prods {
+		ps := p.statsLocked(now)
+		st.MsgRateIn += ps.MsgRateIn
+		st.MsgThroughputIn += ps.MsgThroughputIn
+		st.Publishers = append(st.Publishers, ps)
+	}
+	for name, s := range t.subs {
+		ss := s.statsLocked(now)
+		st.MsgRateOut += ss.MsgRateOut
+		st.MsgThroughputOut += ss.MsgThroughputOut
+		st.MsgOutCounter += ss.MsgOutCounter
+		st.BytesOutCounter += ss.BytesOutCounter
+		st.Subscriptions[name] = ss
+	}
+	return st
+}
+
+// statsLocked builds a producer's stats, under its topic's lock.
+func (p *Producer) statsLocked(now time.Time) PublisherStats {
+	rate := p.in.rate(now)
+	var avg float64
+	if p.in.total > 0 {
+		avg = float64(p.bytesIn) / float64(p.in.total)
+	}
+	return PublisherStats{
+		AccessMode: "Shared", ProducerID: p.ID, ProducerName: p.Name,
+		MsgRateIn: rate, MsgThroughputIn: rate * avg, AverageMsgSize: avg,
+		Address: p.conn.nc.RemoteAddr().String(), ConnectedSince: p.since,
+		ClientVersion: p.conn.clientVersion(), Metadata: nonNil(p.metadata),
+	}
+}
+
+// statsLocked builds a subscription's stats.
+func (s *Subscription) statsLocked(now time.Time) SubscriptionStats {
+	t := s.topic
+	ss := SubscriptionStats{
+		Type:            s.typ.String(),
+		MsgBacklog:      s.cur.Backlog(t.log.end()),
+		Durable:         s.durable,
+		MsgRateOut:      s.out.rate(now),
+		MsgOutCounter:   s.out.total,
+		BytesOutCounter: s.bytesOut,
+		Consumers:       []ConsumerStats{},
+	}
+	if s.out.total > 0 {
+		ss.MsgThroughputOut = ss.MsgRateOut * float64(s.bytesOut) / float64(s.out.total)
+	}
+	ss.MsgRateRedeliver = s.redelivered.rate(now)
+	ss.MsgDelayed = int64(s.delayedCountLocked())
+	ss.MsgBacklogNoDelayed = max(ss.MsgBacklog-ss.MsgDelayed, 0)
+	if s.disp == nil {
+		return ss
+	}
+	snap := s.disp.Snapshot()
+	byID := map[uint64]int{}
+	for i, c := range snap.Consumers {
+		byID[c.ID] = i
+	}
+	cons := make([]*Consumer, 0, len(s.consumers))
+	for _, c := range s.consumers {
+		cons = append(cons, c)
+	}
+	sort.Slice(cons, func(i, j int) bool { return cons[i].dispID < cons[j].dispID })
+	active, hasActive := s.disp.Active()
+	for _, c := range cons {
+		cs := ConsumerStats{
+			ConsumerName: c.Name, MsgRateOut: c.out.rate(now), MsgOutCounter: c.out.total,
+			BytesOutCounter: c.bytesOut, Address: c.conn.nc.RemoteAddr().String(),
+			ConnectedSince: c.since, ClientVersion: c.conn.clientVersion(), Metadata: nonNil(c.metadata),
+		}
+		if c.out.total > 0 {
+			cs.MsgThroughputOut = cs.MsgRateOut * float64(c.bytesOut) / float64(c.out.total)
+		}
+		if i, ok := byID[c.dispID]; ok {
+			sc := snap.Consumers[i]
+			cs.AvailablePermits = max(sc.Permits, 0)
+			cs.UnackedMessages = sc.Unacked
+			cs.BlockedOnUnackedMsgs = sc.Blocked
+			ss.UnackedMessages += int64(sc.Unacked)
+		}
+		if hasActive && active == c.dispID {
+			ss.ActiveConsumerName = c.Name
+		}
+		ss.Consumers = append(ss.Consumers, cs)
+	}
+	return ss
+}
+
+// nonNil returns a copy of m, empty rather than nil.
+func nonNil(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// clientVersion returns the client version the connection announced.
+func (c *conn) clientVersion() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.client
+}

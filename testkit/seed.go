@@ -1,0 +1,161 @@
+package testkit
+
+import (
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/pulsarsim/pulsarsim/admin"
+	"github.com/pulsarsim/pulsarsim/broker"
+)
+
+// Seeding: put messages, subscriptions, schemas and policies in place
+// without a client, and read what the broker holds, through the broker's
+// exported API. Each call fails the test on error, as Messages does.
+
+// Publish stores msgs on topic as a producer's sends would be stored, one
+// entry each, and returns their ids. Real consumers and readers receive
+// them, events report them, stats count them.
+func (b *Broker) Publish(topic string, msgs ...broker.ProducerMessage) []broker.MessageID {
+	b.tb.Helper()
+	ids, err := b.srv.Publish(topic, msgs...)
+	if err != nil {
+		b.tb.Fatalf("pulsarsim: publish to %s: %v", topic, err)
+	}
+	return ids
+}
+
+// PublishBatch stores msgs on topic as one batch entry, as a batching
+// producer would, and returns their ids (one per batch index).
+func (b *Broker) PublishBatch(topic string, msgs ...broker.ProducerMessage) []broker.MessageID {
+	b.tb.Helper()
+	ids, err := b.srv.PublishBatch(topic, msgs...)
+	if err != nil {
+		b.tb.Fatalf("pulsarsim: publish a batch to %s: %v", topic, err)
+	}
+	return ids
+}
+
+// CreateSubscription creates the durable subscription sub on topic at a
+// position: broker.Earliest, broker.Latest or broker.AtMessage(id).
+func (b *Broker) CreateSubscription(topic, sub string, at broker.Position) {
+	b.tb.Helper()
+	if err := b.srv.CreateSubscription(topic, sub, at); err != nil {
+		b.tb.Fatalf("pulsarsim: create subscription %s on %s: %v", sub, topic, err)
+	}
+}
+
+// DeleteSubscription deletes a subscription of topic; force closes its
+// consumers first (without force, consumers attached fail the test).
+func (b *Broker) DeleteSubscription(topic, sub string, force bool) {
+	b.tb.Helper()
+	if err := b.srv.DeleteSubscription(topic, sub, force); err != nil {
+		b.tb.Fatalf("pulsarsim: delete subscription %s of %s: %v", sub, topic, err)
+	}
+}
+
+// Entry returns the stored entry of topic with this id: its messages
+// (batches expanded) and its uncompressed body.
+func (b *Broker) Entry(topic string, id broker.MessageID) broker.Entry {
+	b.tb.Helper()
+	e, err := b.srv.Entry(topic, id)
+	if err != nil {
+		b.tb.Fatalf("pulsarsim: entry %d:%d of %s: %v", id.Ledger, id.Entry, topic, err)
+	}
+	return e
+}
+
+// Stats returns the statistics of a topic (or one partition), as Pulsar's
+// topic stats report them.
+func (b *Broker) Stats(topic string) broker.TopicStats {
+	b.tb.Helper()
+	st, err := b.srv.TopicStats(topic)
+	if err != nil {
+		b.tb.Fatalf("pulsarsim: stats of %s: %v", topic, err)
+	}
+	return st
+}
+
+// PutSchema registers a schema on topic and returns its version.
+func (b *Broker) PutSchema(topic string, s broker.Schema) int64 {
+	b.tb.Helper()
+	v, err := b.srv.PutSchema(topic, s)
+	if err != nil {
+		b.tb.Fatalf("pulsarsim: put schema on %s: %v", topic, err)
+	}
+	return v
+}
+
+// Schema returns version v of topic's schema, its newest for a negative v.
+func (b *Broker) Schema(topic string, v int64) broker.Schema {
+	b.tb.Helper()
+	s, err := b.srv.Schema(topic, v)
+	if err != nil {
+		b.tb.Fatalf("pulsarsim: schema %d of %s: %v", v, topic, err)
+	}
+	return s
+}
+
+// SetNamespacePolicies sets, on the namespace "tenant/ns", the policies
+// that set sets; the namespace's other policies stay as they are.
+func (b *Broker) SetNamespacePolicies(ns string, set broker.Policies) {
+	b.tb.Helper()
+	b.UpdateNamespacePolicies(ns, func(p *broker.Policies) { *p = set.Or(*p) })
+}
+
+// SetTopicPolicies sets, on an existing topic, the policies that set sets;
+// the topic's other policies stay as they are.
+func (b *Broker) SetTopicPolicies(topic string, set broker.Policies) {
+	b.tb.Helper()
+	b.UpdateTopicPolicies(topic, func(p *broker.Policies) { *p = set.Or(*p) })
+}
+
+// UpdateNamespacePolicies edits the namespace's own policies: change gets a
+// copy to change (a field set to nil is unset).
+func (b *Broker) UpdateNamespacePolicies(ns string, change func(*broker.Policies)) {
+	b.tb.Helper()
+	if err := b.srv.UpdateNamespacePolicies(ns, change); err != nil {
+		b.tb.Fatalf("pulsarsim: policies of namespace %s: %v", ns, err)
+	}
+}
+
+// UpdateTopicPolicies edits an existing topic's own policies, as
+// UpdateNamespacePolicies does a namespace's.
+func (b *Broker) UpdateTopicPolicies(topic string, change func(*broker.Policies)) {
+	b.tb.Helper()
+	if err := b.srv.UpdateTopicPolicies(topic, change); err != nil {
+		b.tb.Fatalf("pulsarsim: policies of topic %s: %v", topic, err)
+	}
+}
+
+// AppliedPolicies returns the policies in force for a topic: each from the
+// topic, else its namespace, else the broker's default.
+func (b *Broker) AppliedPolicies(topic string) broker.Policies {
+	b.tb.Helper()
+	p, err := b.srv.AppliedPolicies(topic)
+	if err != nil {
+		b.tb.Fatalf("pulsarsim: policies of topic %s: %v", topic, err)
+	}
+	return p
+}
+
+// AdminURL returns the URL of this broker's admin REST API,
+// "http://127.0.0.1:PORT", for pulsaradmin or net/http. The API is served
+// from the first call on, and closed when the test ends.
+func (b *Broker) AdminURL() string {
+	b.tb.Helper()
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	if b.adminURL != "" {
+		return b.adminURL
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.tb.Fatalf("pulsarsim: admin API: %v", err)
+	}
+	srv := &http.Server{Handler: admin.New(b.srv), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	b.tb.Cleanup(func() { srv.Close() })
+	b.adminURL = "http://" + ln.Addr().String()
+	return b.adminURL
+}
