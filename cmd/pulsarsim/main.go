@@ -2,12 +2,14 @@
 // with its admin HTTP API on 127.0.0.1:8080, until it is interrupted. Any
 // Pulsar client can connect to it. Given a certificate it also serves
 // pulsar+ssl:// on 6651 and https:// on 8443, as a standalone does; -config
-// reads a Pulsar standalone.conf.
+// reads a Pulsar standalone.conf. It exits non-zero when a listener cannot be
+// opened, or when the admin API's server fails while running.
 package main
 
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -114,50 +116,73 @@ func run(args []string) error {
 		}
 		logger.Info("pulsarsim serving TLS", "url", b.TLSURL())
 	}
-	var srv *http.Server
+	var listeners []net.Listener // the admin API's: plain, then TLS
 	if *httpAddr != "" {
 		ln, err := net.Listen("tcp", *httpAddr)
 		if err != nil {
 			b.Close()
 			return err
 		}
-		srv = &http.Server{Handler: httpHandler, ReadHeaderTimeout: 10 * time.Second}
-		if web != nil {
-			srv.RegisterOnShutdown(web.Close)
-		}
-		go srv.Serve(ln)
+		listeners = append(listeners, ln)
 		logger.Info("pulsarsim admin API serving", "url", "http://"+ln.Addr().String())
 		if web != nil {
 			logger.Info("pulsarsim web view", "url", "http://"+ln.Addr().String()+"/view/")
 		}
-	}
-	var tlsSrv *http.Server
-	if *httpAddr != "" && tlsCfg != nil {
-		ln, err := net.Listen("tcp", *sec.httpsAddr)
-		if err != nil {
-			b.Close()
-			return err
+		if tlsCfg != nil {
+			tln, err := net.Listen("tcp", *sec.httpsAddr)
+			if err != nil {
+				ln.Close()
+				b.Close()
+				return err
+			}
+			listeners = append(listeners, tls.NewListener(tln, tlsCfg))
+			logger.Info("pulsarsim admin API serving TLS", "url", "https://"+tln.Addr().String())
 		}
-		tlsSrv = &http.Server{Handler: httpHandler, ReadHeaderTimeout: 10 * time.Second}
-		if web != nil {
-			tlsSrv.RegisterOnShutdown(web.Close)
-		}
-		go tlsSrv.Serve(tls.NewListener(ln, tlsCfg))
-		logger.Info("pulsarsim admin API serving TLS", "url", "https://"+ln.Addr().String())
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	<-ctx.Done()
-	logger.Info("pulsarsim stopping")
-	if srv != nil {
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
+	var onShutdown func()
+	if web != nil {
+		onShutdown = web.Close
 	}
-	if tlsSrv != nil {
-		_ = tlsSrv.Shutdown(context.Background())
+	err = serveAdmin(ctx, logger, httpHandler, onShutdown, listeners...)
+	if err == nil {
+		logger.Info("pulsarsim stopping")
 	}
-	return b.Close()
+	return errors.Join(err, b.Close())
+}
+
+// serveAdmin serves the admin API h on each listener until ctx is done,
+// then shuts the servers down (each runs onShutdown, when given). When a
+// server fails first (its listener broke), it logs the failure, shuts the
+// others down and returns it, so that the process exits non-zero instead of
+// running on without its admin API.
+func serveAdmin(ctx context.Context, logger *slog.Logger, h http.Handler, onShutdown func(), lns ...net.Listener) error {
+	failed := make(chan error, len(lns))
+	srvs := make([]*http.Server, len(lns))
+	for i, ln := range lns {
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		if onShutdown != nil {
+			srv.RegisterOnShutdown(onShutdown)
+		}
+		srvs[i] = srv
+		go func() { failed <- srv.Serve(ln) }()
+	}
+	var err error
+	select {
+	case err = <-failed:
+		logger.Error("pulsarsim admin API failed", "err", err)
+		err = fmt.Errorf("admin API: %w", err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, srv := range srvs {
+		if e := srv.Shutdown(shutdown); e != nil {
+			logger.Error("pulsarsim admin API shutdown", "err", e)
+		}
+	}
+	return err
 }
 
 // withView serves the web view under /view/ next to the admin API, and
