@@ -183,6 +183,11 @@ type ConnectionSnapshot struct {
 	AuthExpiry time.Time
 	// AuthChallenged is true while an AUTH_CHALLENGE awaits its answer.
 	AuthChallenged bool
+	// UnsentBytes are the bytes queued for the client and not yet written
+	// to its socket; Unwritable is set while they are past the write
+	// buffer's high-water mark and no message is dispatched to it.
+	UnsentBytes int64
+	Unwritable  bool
 }
 
 // Connections returns the connections that completed their handshake,
@@ -204,6 +209,7 @@ func (b *Broker) Connections() []ConnectionSnapshot {
 				Remote: c.nc.RemoteAddr().String(), Client: c.client, TLS: isTLS,
 				Role: id.Role, AuthMethod: id.Method, AuthExpiry: id.Expiry, AuthChallenged: c.auth.challenged,
 			})
+			out[len(out)-1].UnsentBytes, out[len(out)-1].Unwritable = c.unsentBytes()
 		}
 		c.mu.Unlock()
 	}

@@ -41,6 +41,11 @@ type conn struct {
 	wake   chan struct{}
 	done   chan struct{}
 	closed bool
+	// unsent counts the bytes queued and not yet written to the socket;
+	// unwritable is set past the high-water mark (writebuf.go). Changed
+	// under wmu, read without it.
+	unsent     atomic.Int64
+	unwritable atomic.Bool
 
 	received atomic.Bool // any frame since the last keep-alive tick
 
@@ -93,7 +98,9 @@ func (c *conn) sendPayload(cmd *pb.BaseCommand, payload []byte) {
 		c.wmu.Unlock()
 		return
 	}
+	n := len(c.wbuf)
 	c.wbuf = protocol.AppendPayloadCommand(c.wbuf, cmd, payload)
+	c.queuedLocked(len(c.wbuf) - n)
 	c.wmu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -109,7 +116,9 @@ func (c *conn) sendFrame(appendFrame func(dst []byte) []byte) {
 		c.wmu.Unlock()
 		return
 	}
+	n := len(c.wbuf)
 	c.wbuf = appendFrame(c.wbuf)
+	c.queuedLocked(len(c.wbuf) - n)
 	c.wmu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -151,12 +160,14 @@ func (c *conn) writeLoop() {
 		c.wmu.Unlock()
 		if len(out) == 0 {
 			spare = out
+			c.written(0)
 			continue
 		}
 		if _, err := c.nc.Write(out); err != nil {
 			c.close()
 			return
 		}
+		c.written(len(out))
 		if cap(out) > 1<<20 {
 			out = nil // do not keep a huge buffer around
 		}

@@ -26,6 +26,8 @@ type config struct {
 	expiryInterval    time.Duration
 	limits            Limits
 	handshakeTimeout  time.Duration
+	writeLow          int
+	writeHigh         int
 	authn             *auth.Authenticator // nil: authentication off
 	authz             *auth.Authorizer    // nil: authorization off
 	authRefresh       time.Duration
@@ -47,6 +49,8 @@ func defaultConfig() config {
 		batchIndexAck:     false,
 		ksConsistentHash:  true,
 		expiryInterval:    5 * time.Minute,
+		writeLow:          DefaultWriteBufferLowWaterMark,
+		writeHigh:         DefaultWriteBufferHighWaterMark,
 		authRefresh:       60 * time.Second,
 		policies:          defaultPolicies(),
 	}

@@ -32,6 +32,8 @@ type Subscription struct {
 	active    uint64 // Failover: the consumer last told it is active
 	hasActive bool
 
+	gate connGate // holds back deliveries to slow connections (writebuf.go)
+
 	out         meter // messages delivered, for stats
 	redelivered meter // messages delivered again, for stats
 	bytesOut    int64
@@ -295,7 +297,7 @@ func (s *Subscription) dispatchLocked() {
 	if s.typ == dispatch.Shared || s.typ == dispatch.KeyShared {
 		s.disp.SetTime(t.b.cfg.clock.Now().UnixMilli())
 	}
-	for _, d := range s.disp.Dispatch(topicLog{t}) {
+	for _, d := range s.disp.DispatchGated(topicLog{t}, s.gate.reset(s)) {
 		cons := s.consumers[d.Consumer]
 		e := t.log.get(d.Entry)
 		if cons == nil || e == nil {

@@ -40,6 +40,7 @@ func (d *Dispatcher) deliverMulti(c *consumer, e int64, hash int32, log Log) Del
 	if max := d.maxUnacked(); max > 0 && c.unacked >= max {
 		c.blocked = true
 	}
+	d.sent(c, e)
 	return Delivery{
 		Consumer:        c.spec.ID,
 		Entry:           e,

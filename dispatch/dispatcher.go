@@ -35,6 +35,7 @@ type consumer struct {
 	unacked int // messages in pending acks (Shared/Key_Shared)
 	epoch   int64
 	pending map[int64]pendingEntry // Shared/Key_Shared only
+	held    bool                   // not writable, during one DispatchGated
 }
 
 // sentEntry is an entry sent to the active consumer since the last rewind
@@ -62,6 +63,7 @@ type Dispatcher struct {
 	byID      map[uint64]*consumer
 	seq       uint64
 	paused    bool
+	gate      Gate // during DispatchGated only
 
 	// Exclusive/Failover.
 	active   *consumer
@@ -260,8 +262,10 @@ func (d *Dispatcher) maxUnacked() int {
 	return d.opts.MaxUnackedPerConsumer
 }
 
-// available reports whether a Shared/Key_Shared consumer can take an entry now.
-func (c *consumer) available() bool { return !c.blocked && c.permits > 0 }
+// available reports whether a Shared/Key_Shared consumer can take an entry
+// now: not blocked on unacked messages, not held back by the gate, permits
+// left.
+func (c *consumer) available() bool { return !c.blocked && !c.held && c.permits > 0 }
 
 // unblock lifts an unacked-messages block and releases parked permits.
 func (c *consumer) unblock() {

@@ -90,10 +90,10 @@ func (d *Dispatcher) dispatchSingle(log Log) []Delivery {
 	}
 	end := log.End()
 	var out []Delivery
-	for c.permits > 0 {
+	for c.permits > 0 && !c.held {
 		want := min(c.permits, d.opts.MaxReadBatch)
 		got := 0
-		for ; got < want; got++ {
+		for ; got < want && !c.held; got++ {
 			e := d.cur.NextUnacked(d.cur.ReadPosition())
 			if e >= end {
 				break
@@ -109,6 +109,7 @@ func (d *Dispatcher) dispatchSingle(log Log) []Delivery {
 				Messages: msgs,
 				Epoch:    c.epoch,
 			})
+			d.sent(c, e)
 		}
 		if got == 0 {
 			break

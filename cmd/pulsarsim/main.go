@@ -54,6 +54,10 @@ func run(args []string) error {
 	fs.IntVar(&limits.MaxSubscriptionsPerTopic, "max-subscriptions-per-topic", 0, "maxSubscriptionsPerTopic (0: no limit)")
 	fs.IntVar(&limits.MaxConnections, "max-connections", 0, "brokerMaxConnections (0: no limit)")
 	fs.IntVar(&limits.MaxConnectionsPerIP, "max-connections-per-ip", 0, "brokerMaxConnectionsPerIp (0: no limit)")
+	writeLow := fs.Int("write-buffer-low-water-mark", broker.DefaultWriteBufferLowWaterMark,
+		"pulsarChannelWriteBufferLowWaterMark: a slow reader gets messages again once its unsent bytes fall to this")
+	writeHigh := fs.Int("write-buffer-high-water-mark", broker.DefaultWriteBufferHighWaterMark,
+		"pulsarChannelWriteBufferHighWaterMark: a connection with this many unsent bytes gets no more messages (0: no limit)")
 	handshakeTimeout := fs.Duration("handshake-timeout", 0,
 		"close a connection whose handshake is not done by then (0: the keep-alive interval, 30s, as Pulsar)")
 	serveView := fs.Bool("view", true, "serve the web view at /view/ on the admin HTTP port")
@@ -91,6 +95,7 @@ func run(args []string) error {
 		broker.WithBatchIndexAck(*batchIndexAck),
 		broker.WithLimits(limits),
 		broker.WithHandshakeTimeout(*handshakeTimeout),
+		broker.WithWriteBufferWaterMarks(*writeLow, *writeHigh),
 	}, secOpts...)...)
 	var web *view.Handler
 	if *serveView && *httpAddr != "" {
