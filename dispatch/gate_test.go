@@ -71,7 +71,7 @@ func TestGatedKeySharedKeepsASlowConsumersKeysForIt(t *testing.T) {
 	// Find one key for each consumer.
 	var k1, k2 string
 	for i := 0; k1 == "" || k2 == ""; i++ {
-		k := string(rune('a' + i%26)) + string(rune('a'+i/26))
+		k := string(rune('a'+i%26)) + string(rune('a'+i/26))
 		if StickyKeyHash(Sticky, []byte(k)) <= 32767 {
 			k1 = k
 		} else {
