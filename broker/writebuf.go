@@ -40,8 +40,8 @@ const messageFrameOverhead = 64
 
 // queuedLocked records n more bytes in the write buffer. Called with wmu held.
 func (c *conn) queuedLocked(n int) {
-	high := c.b.cfg.writeHigh
-	if high > 0 && c.unsent.Add(int64(n)) >= int64(high) {
+	unsent := c.unsent.Add(int64(n))
+	if high := c.b.cfg.writeHigh; high > 0 && unsent >= int64(high) {
 		c.unwritable.Store(true)
 	}
 }
