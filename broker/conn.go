@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
@@ -48,6 +49,8 @@ type conn struct {
 	unwritable atomic.Bool
 
 	received atomic.Bool // any frame since the last keep-alive tick
+	// unwoken is set while replies queued by deferWake wait for the writer.
+	unwoken atomic.Bool
 
 	// hmu is the handling lock: every command of the connection runs under
 	// it, read by the reader or released from a hold (hold.go).
@@ -111,19 +114,63 @@ func (c *conn) sendPayload(cmd *pb.BaseCommand, payload []byte) {
 // sendFrame queues the frame that appendFrame appends to the outbound buffer
 // (for the hand-encoded frames of the hot paths).
 func (c *conn) sendFrame(appendFrame func(dst []byte) []byte) {
+	if c.queueFrame(appendFrame) {
+		c.wakeWriter()
+	}
+}
+
+// queueFrame appends a frame to the outbound buffer without waking the
+// writer. It reports false when the connection is closed.
+func (c *conn) queueFrame(appendFrame func(dst []byte) []byte) bool {
 	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	if c.closed {
-		c.wmu.Unlock()
-		return
+		return false
 	}
 	n := len(c.wbuf)
 	c.wbuf = appendFrame(c.wbuf)
 	c.queuedLocked(len(c.wbuf) - n)
-	c.wmu.Unlock()
+	return true
+}
+
+// wakeWriter wakes the writer goroutine, which writes out everything
+// queued so far, the frames queued by deferWake included.
+func (c *conn) wakeWriter() {
+	c.unwoken.Store(false)
 	select {
 	case c.wake <- struct{}{}:
 	default:
 	}
+}
+
+// deferWake queues a reply of the reader's without waking the writer: the
+// reader wakes it before it can wait for anything (wakeDeferred), so that
+// the replies to a run of frames that arrived together go out in one write
+// and one wake-up of the writer, as the client's frames came in. Only
+// replies to SEND are deferred, and only while no event hook is registered:
+// a hook runs on the goroutine that handles the command and might wait.
+func (c *conn) deferWake(appendFrame func(dst []byte) []byte) {
+	if c.queueFrame(appendFrame) {
+		c.unwoken.Store(true)
+	}
+}
+
+// wakeDeferred wakes the writer if a reply is waiting for it.
+func (c *conn) wakeDeferred() {
+	if c.unwoken.Load() {
+		c.wakeWriter()
+	}
+}
+
+// frameBuffered reports whether r holds the whole of the next frame, so
+// that reading it cannot wait for the client.
+func frameBuffered(r *bufio.Reader) bool {
+	n := r.Buffered()
+	if n < 4 {
+		return false
+	}
+	head, _ := r.Peek(4)
+	return uint64(n)-4 >= uint64(binary.BigEndian.Uint32(head))
 }
 
 func (c *conn) writeLoop() {
@@ -200,6 +247,9 @@ func (c *conn) readLoop() {
 	maxFrame := protocol.MaxFrameSize(c.b.cfg.maxMessageSize)
 	var buf []byte
 	for {
+		if !frameBuffered(r) {
+			c.wakeDeferred() // the next read may wait for the client
+		}
 		body, err := protocol.ReadFrame(r, buf, maxFrame)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
@@ -271,6 +321,9 @@ func (c *conn) handle(f protocol.Frame) bool {
 			return false
 		}
 		return c.handleConnect(cmd.Connect)
+	}
+	if t != pb.BaseCommand_SEND {
+		c.wakeDeferred() // only SENDs run with replies deferred
 	}
 	if !hasSubCommand(cmd) {
 		c.log.Info("closing connection: command without its body", "type", t.String())

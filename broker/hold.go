@@ -167,6 +167,7 @@ func (c *conn) runReleasedLocked() {
 		if len(c.released) == 0 {
 			c.anyReleased.Store(false)
 			c.holdMu.Unlock()
+			c.wakeDeferred() // this may not be the reader, which could be waiting
 			return
 		}
 		h := c.released[0]

@@ -101,6 +101,7 @@ func (c *conn) applyFaults(f protocol.Frame) (handled, keep bool) {
 		}
 	}
 	if delay > 0 {
+		c.wakeDeferred() // the replies before this command do not wait with it
 		select {
 		case <-time.After(delay):
 		case <-c.done:

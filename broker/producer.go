@@ -158,6 +158,12 @@ func (c *conn) handleSend(s *pb.CommandSend, payload []byte) bool {
 		c.log.Info("closing connection: SEND for an unknown producer", "producer_id", s.GetProducerId())
 		return false
 	}
+	// Without hooks the receipt waits for the reader to wake the writer
+	// (deferWake); with hooks, which run below, nothing waits.
+	tracing := c.b.tracing()
+	if tracing {
+		c.wakeDeferred()
+	}
 	sendError := func(code pb.ServerError, msg string) bool {
 		c.send(protocol.Base(pb.BaseCommand_SEND_ERROR, &pb.CommandSendError{
 			ProducerId: proto.Uint64(s.GetProducerId()), SequenceId: proto.Uint64(s.GetSequenceId()),
@@ -196,9 +202,14 @@ func (c *conn) handleSend(s *pb.CommandSend, payload []byte) bool {
 		highest = s.GetSequenceId()
 	}
 	producerID, seq := s.GetProducerId(), s.GetSequenceId()
-	c.sendFrame(func(dst []byte) []byte {
+	receipt := func(dst []byte) []byte {
 		return protocol.AppendSendReceipt(dst, producerID, seq, highest, id.GetLedgerId(), id.GetEntryId())
-	})
+	}
+	if tracing {
+		c.sendFrame(receipt)
+	} else {
+		c.deferWake(receipt)
+	}
 	return true
 }
 
