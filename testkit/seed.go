@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pulsarsim/pulsarsim/admin"
+	"github.com/pulsarsim/pulsarsim/admin/view"
 	"github.com/pulsarsim/pulsarsim/broker"
 )
 
@@ -140,8 +141,9 @@ func (b *Broker) AppliedPolicies(topic string) broker.Policies {
 }
 
 // AdminURL returns the URL of this broker's admin REST API,
-// "http://127.0.0.1:PORT", for pulsaradmin or net/http. The API is served
-// from the first call on, and closed when the test ends.
+// "http://127.0.0.1:PORT", for pulsaradmin or net/http, which also serves
+// the web view (ViewURL). The API is served from the first call on, and
+// closed when the test ends.
 func (b *Broker) AdminURL() string {
 	b.tb.Helper()
 	b.adminMu.Lock()
@@ -153,9 +155,17 @@ func (b *Broker) AdminURL() string {
 	if err != nil {
 		b.tb.Fatalf("pulsarsim: admin API: %v", err)
 	}
-	srv := &http.Server{Handler: admin.New(b.srv), ReadHeaderTimeout: 10 * time.Second}
+	web := view.New(b.srv, b.history)
+	var opts []admin.Option
+	for pattern, h := range web.Routes() {
+		opts = append(opts, admin.WithHandler(pattern, h))
+	}
+	srv := &http.Server{Handler: admin.New(b.srv, opts...), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
-	b.tb.Cleanup(func() { srv.Close() })
+	b.tb.Cleanup(func() {
+		web.Close() // ends the live-update streams, which Close does not
+		srv.Close()
+	})
 	b.adminURL = "http://" + ln.Addr().String()
 	return b.adminURL
 }

@@ -23,7 +23,6 @@ type Broker struct {
 	tb      testing.TB
 	clock   *broker.OffsetClock
 	history *view.History // every event since Start
-	view    viewServer
 
 	ca     *testCA // with WithTLS
 	secret []byte  // token secret, with WithTokenAuth

@@ -3,13 +3,9 @@ package testkit
 import (
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/pulsarsim/pulsarsim/admin/view"
 )
@@ -23,35 +19,13 @@ const ReportDirEnv = "PULSARSIM_REPORT_DIR"
 // reportSize is the number of messages a report pictures.
 const reportSize = 12
 
-// viewServer serves the broker's web view for the test.
-type viewServer struct {
-	once sync.Once
-	url  string
-}
-
 // ViewURL returns the address of the broker's live web view,
-// "http://127.0.0.1:PORT/view/": its topics, subscriptions, consumers and
-// pending entries, and a picture of any message's life. The view is served
-// from the first call until the test ends.
+// "http://127.0.0.1:PORT/view/" on the admin port (AdminURL): its topics,
+// subscriptions, consumers and pending entries, and a picture of any
+// message's life. It is served from the first call until the test ends.
 func (b *Broker) ViewURL() string {
 	b.tb.Helper()
-	b.view.once.Do(func() {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.tb.Fatalf("pulsarsim: listen for the view: %v", err)
-		}
-		v := view.New(b.srv, b.history)
-		mux := http.NewServeMux()
-		mux.Handle("/view/", http.StripPrefix("/view", v))
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go srv.Serve(ln)
-		b.tb.Cleanup(func() {
-			v.Close()
-			srv.Close()
-		})
-		b.view.url = "http://" + ln.Addr().String() + "/view/"
-	})
-	return b.view.url
+	return b.AdminURL() + "/view/"
 }
 
 // WriteReport writes a report of the broker to path, as one self-contained

@@ -54,6 +54,16 @@ func New(b *broker.Broker, h *History) *Handler {
 	return v
 }
 
+// Routes returns what puts the view on an admin port, as patterns and
+// handlers for admin.WithHandler: the view under /view/, and the port's root
+// leading to it (Pulsar's REST API has nothing there).
+func (v *Handler) Routes() map[string]http.Handler {
+	return map[string]http.Handler{
+		"/view/":   http.StripPrefix("/view", v),
+		"GET /{$}": http.RedirectHandler("/view/", http.StatusFound),
+	}
+}
+
 // ServeHTTP serves the view's pages.
 func (v *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { v.mux.ServeHTTP(w, r) }
 

@@ -109,7 +109,13 @@ func run(args []string) error {
 		return err
 	}
 	logger.Info("pulsarsim serving", "url", b.URL())
-	httpHandler, err := sec.httpHandler(withView(admin.New(b), web))
+	var adminOpts []admin.Option
+	if web != nil {
+		for pattern, h := range web.Routes() {
+			adminOpts = append(adminOpts, admin.WithHandler(pattern, h))
+		}
+	}
+	httpHandler, err := sec.httpHandler(admin.New(b, adminOpts...))
 	if err != nil {
 		b.Close()
 		return err
@@ -188,18 +194,4 @@ func serveAdmin(ctx context.Context, logger *slog.Logger, h http.Handler, onShut
 		}
 	}
 	return err
-}
-
-// withView serves the web view under /view/ next to the admin API, and
-// sends a browser that opens the admin port's root to the view (Pulsar's
-// REST API has nothing there). Without a view it is the admin API alone.
-func withView(api http.Handler, web *view.Handler) http.Handler {
-	if web == nil {
-		return api
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/view/", http.StripPrefix("/view", web))
-	mux.Handle("GET /{$}", http.RedirectHandler("/view/", http.StatusFound))
-	mux.Handle("/", api)
-	return mux
 }
