@@ -309,12 +309,8 @@ func (v *Handler) message(w http.ResponseWriter, r *http.Request) {
 		l = &Life{Key: k} // forgotten by a bounded history, or never there
 	}
 	p := messagePage{common: v.common(fmt.Sprintf("%d:%d · %s", k.Ledger, k.Entry, shortTopic(k.Topic)), k.Topic), Life: l}
-	if ms, err := v.b.Messages(k.Topic); err == nil {
-		for _, m := range ms {
-			if m.ID.Ledger == k.Ledger && m.ID.Entry == k.Entry {
-				p.Stored = append(p.Stored, m)
-			}
-		}
+	if e, err := v.b.Entry(k.Topic, broker.MessageID{Ledger: k.Ledger, Entry: k.Entry, BatchIndex: -1}); err == nil {
+		p.Stored = e.Messages
 	}
 	if len(l.Marks) == 0 && len(p.Stored) == 0 {
 		http.Error(w, "neither the topic nor the history holds message "+k.String(), http.StatusNotFound)
