@@ -12,6 +12,7 @@ import (
 
 	"github.com/pulsarsim/pulsarsim/broker"
 	"github.com/pulsarsim/pulsarsim/internal/chromium"
+	"github.com/pulsarsim/pulsarsim/testkit"
 )
 
 // ScreenshotDirEnv names the environment variable that sets where the browser
@@ -95,20 +96,34 @@ func TestBrowserShowsTheLivesOfTheScenario(t *testing.T) {
 	br := chromium.ForTest(t)
 	b, ids := runOrders(t)
 	ctx := ctxFor(t)
-	events := b.Events()
 	p := page(ctx, t, br)
-	base := b.ViewURL()
+	t.Run("the dead-lettered message", func(t *testing.T) { checkPoison(ctx, t, p, b, ids["poison"]) })
+	t.Run("the message whose consumer crashed", func(t *testing.T) {
+		open(ctx, t, p, messageURL(b.ViewURL(), ordersFull, idText(ids["crash-once"])))
+		var crashed int
+		eval(ctx, t, p, `document.querySelectorAll('svg.life g.lane[data-sub="workers"] .mark[data-kind="crashed"]').length`, &crashed)
+		if crashed != 1 {
+			t.Errorf("%d crashes drawn, want 1", crashed)
+		}
+	})
+	t.Run("the topic page, updated live", func(t *testing.T) { checkTopic(ctx, t, p, b, ids["held"]) })
+	t.Run("a failing test's report", func(t *testing.T) { checkReport(ctx, t, p) })
+}
 
-	// The poison message: its lanes, counts, requests, copy and outcomes.
-	open(ctx, t, p, messageURL(base, ordersFull, idText(ids["poison"])))
+// checkPoison checks the picture of the dead-lettered message: its lanes and
+// counts, its redelivery requests, its copy and its outcomes, against the
+// broker's own events.
+func checkPoison(ctx context.Context, t *testing.T, p *chromium.Page, b *testkit.Broker, id broker.MessageID) {
+	events := b.Events()
+	open(ctx, t, p, messageURL(b.ViewURL(), ordersFull, idText(id)))
 	for _, sub := range []string{workers, audit} {
-		if diff := cmp.Diff(deliveriesOf(events, sub, ids["poison"]), lanesInPage(ctx, t, p, sub)); diff != "" {
+		if diff := cmp.Diff(deliveriesOf(events, sub, id), lanesInPage(ctx, t, p, sub)); diff != "" {
 			t.Errorf("lanes of %s in the page (-broker events +page):\n%s", sub, diff)
 		}
 	}
 	var asked int
 	eval(ctx, t, p, `document.querySelectorAll('svg.life g.lane[data-sub="workers"] .mark[data-kind="redelivery-asked"]').length`, &asked)
-	if want := countKind(events, broker.EventRedeliveryAsked, workers, ids["poison"]); asked != want || want == 0 {
+	if want := countKind(events, broker.EventRedeliveryAsked, workers, id); asked != want || want == 0 {
 		t.Errorf("%d redelivery requests drawn, %d in the events", asked, want)
 	}
 	var outcomes map[string]string
@@ -122,26 +137,20 @@ func TestBrowserShowsTheLivesOfTheScenario(t *testing.T) {
 		t.Errorf("the picture's copy is %s, the dead-letter topic holds %s", copyID, idText(dead[0].ID))
 	}
 	save(ctx, t, p, "view-message.png", 560)
+}
 
-	// The message whose consumer crashed.
-	open(ctx, t, p, messageURL(base, ordersFull, idText(ids["crash-once"])))
-	var crashed int
-	eval(ctx, t, p, `document.querySelectorAll('svg.life g.lane[data-sub="workers"] .mark[data-kind="crashed"]').length`, &crashed)
-	if crashed != 1 {
-		t.Errorf("%d crashes drawn, want 1", crashed)
-	}
-
-	// The topic page lists the messages, and a new one appears by itself.
-	open(ctx, t, p, base+"topic?name="+url.QueryEscape(ordersFull))
+// checkTopic checks that the topic page lists the messages and the held
+// one's pending entry, and that a new message appears without a reload.
+func checkTopic(ctx context.Context, t *testing.T, p *chromium.Page, b *testkit.Broker, held broker.MessageID) {
+	open(ctx, t, p, b.ViewURL()+"topic?name="+url.QueryEscape(ordersFull))
 	var rows int
 	eval(ctx, t, p, `document.querySelectorAll('tr.msg').length`, &rows)
 	if rows != len(payloads) {
 		t.Fatalf("%d message rows, want %d", rows, len(payloads))
 	}
-	// The held message: pending at one consumer, with its count.
 	var pending []string
 	eval(ctx, t, p, `[...document.querySelectorAll('section.sub[data-sub="workers"] tr.consumer .chip')].map(c => c.firstChild.textContent + '/' + c.dataset.count)`, &pending)
-	if want := []string{idText(ids["held"]) + "/0"}; !cmp.Equal(want, pending) {
+	if want := []string{idText(held) + "/0"}; !cmp.Equal(want, pending) {
 		t.Errorf("pending entries on %s: %v, want %v", workers, pending, want)
 	}
 	save(ctx, t, p, "view-topic.png", 900)
@@ -158,9 +167,11 @@ func TestBrowserShowsTheLivesOfTheScenario(t *testing.T) {
 	if rows != len(payloads)+1 {
 		t.Errorf("%d message rows after a new message, want %d", rows, len(payloads)+1)
 	}
+}
 
-	// The report a failing test writes: the same scenario in a child test
-	// that fails.
+// checkReport opens the report a failing test writes (the same scenario in
+// a child test that fails).
+func checkReport(ctx context.Context, t *testing.T, p *chromium.Page) {
 	rep := failingReport(t, t.TempDir())
 	open(ctx, t, p, "file://"+rep)
 	var pictures int
