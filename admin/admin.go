@@ -38,6 +38,7 @@ func New(b *broker.Broker, opts ...Option) *Server {
 	s.routeTopics()
 	s.routePolicies()
 	s.routeSchemas()
+	s.routeSecurity()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, "Not found: "+r.URL.Path)
 	})
@@ -48,7 +49,11 @@ func New(b *broker.Broker, opts ...Option) *Server {
 }
 
 // ServeHTTP answers one request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// With authentication or authorization on, the request's role must be
+// allowed what its route does (security.go).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.serveSecured(w, r)
+}
 
 func (s *Server) routeNamespaces() {
 	m := s.mux

@@ -24,6 +24,9 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = s.b.CreateTenant(r.PathValue("tenant"))
 	}
+	if err == nil && len(info.AdminRoles) > 0 {
+		err = s.b.SetTenantAdminRoles(r.PathValue("tenant"), info.AdminRoles)
+	}
 	reply(w, nil, err)
 }
 
@@ -32,7 +35,11 @@ func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, broker.ErrTenantNotFound)
 		return
 	}
-	reply(w, map[string]any{"adminRoles": []string{}, "allowedClusters": []string{s.b.ClusterName()}}, nil)
+	roles := s.b.TenantAdminRoles(r.PathValue("tenant"))
+	if roles == nil {
+		roles = []string{}
+	}
+	reply(w, map[string]any{"adminRoles": roles, "allowedClusters": []string{s.b.ClusterName()}}, nil)
 }
 
 func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request) {

@@ -108,10 +108,14 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, err)
 		return
 	}
-	web := "http://" + r.Host
+	url, tlsURL, _ := s.b.LookupURLs("")
+	web, webTLS := "http://"+r.Host, ""
+	if r.TLS != nil {
+		web, webTLS = "", "https://"+r.Host
+	}
 	reply(w, map[string]string{
-		"brokerUrl": s.b.URL(), "httpUrl": web, "nativeUrl": s.b.URL(),
-		"brokerUrlTls": "", "httpUrlTls": "",
+		"brokerUrl": url, "httpUrl": web, "nativeUrl": url,
+		"brokerUrlTls": tlsURL, "httpUrlTls": webTLS,
 	}, nil)
 }
 
