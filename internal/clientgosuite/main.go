@@ -4,9 +4,12 @@
 //
 // It copies the client module from the module cache to a temporary folder,
 // builds the test binary of its pulsar package once, starts the pulsarsim
-// binary on 127.0.0.1:6650 (admin HTTP on 127.0.0.1:8080, the addresses the
-// suite has built in), and runs every test in a process of its own, a few at
-// a time, each with a timeout. Results come from test2json.
+// binary configured as the suite's own standalone (its standalone.conf, with
+// TLS, token, basic and TLS authentication and authorization, on
+// 127.0.0.1:6650, :6651, :8080 and :8443, the addresses the suite has built
+// in), grants what the suite's start script grants, and runs every test in
+// a process of its own, a few at a time, each with a timeout. Results come
+// from test2json.
 package main
 
 import (
@@ -56,7 +59,7 @@ func run() error {
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary folder")
 	flag.Parse()
 
-	for _, addr := range []string{"127.0.0.1:6650", "127.0.0.1:8080"} {
+	for _, addr := range suiteAddrs {
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 			c.Close()
 			return fmt.Errorf("%s is in use: the suite needs it for pulsarsim", addr)
@@ -115,11 +118,11 @@ func run() error {
 		return fmt.Errorf("no test matches %q", o.run)
 	}
 
-	// As the suite's standalone.conf: maxMessageSize 1 MiB,
-	// subscriptionKeySharedUseConsistentHashing false,
-	// acknowledgmentAtBatchIndexLevelEnabled true.
-	sim := exec.Command(simBin, "-addr", "127.0.0.1:6650", "-http", "127.0.0.1:8080",
-		"-max-message-size", "1048576", "-key-shared-consistent-hashing=false", "-batch-index-ack=true")
+	simArgs, err := standaloneArgs(mod, tmp)
+	if err != nil {
+		return err
+	}
+	sim := exec.Command(simBin, simArgs...)
 	simLog, err := os.Create(filepath.Join(tmp, "pulsarsim.log"))
 	if err != nil {
 		return err
@@ -133,8 +136,11 @@ func run() error {
 		_ = sim.Process.Signal(os.Interrupt)
 		_ = sim.Wait()
 	}()
-	if err := waitListening("127.0.0.1:6650", "127.0.0.1:8080"); err != nil {
+	if err := waitListening(suiteAddrs...); err != nil {
 		return err
+	}
+	if err := grantAsTestService(mod); err != nil {
+		return fmt.Errorf("configuring pulsarsim as pulsar-test-service-start.sh does: %w", err)
 	}
 
 	logf("running %d tests, %d at a time, %s each", len(tests), o.parallel, o.timeout)
