@@ -18,8 +18,10 @@ func (d *Dispatcher) Ack(e int64) {
 
 // AckBatchIndexes records a batch-index acknowledgement of entry e (batchSize
 // messages; ackSet in the wire convention, 1 = still unacked). The holding
-// consumer's unacked count drops by the newly acknowledged messages; when the
-// whole entry is acknowledged it behaves as Ack. Even a partial
+// consumer's unacked count drops by the newly acknowledged messages, but a
+// consumer blocked at its unacked limit stays blocked, as in Pulsar (only an
+// ack of whole entries or a redeliver request unblocks it); when the whole
+// entry is acknowledged it leaves the consumer's pending acks. Even a partial
 // acknowledgement removes the entry's redelivery counter, as in Pulsar.
 func (d *Dispatcher) AckBatchIndexes(e int64, batchSize int, ackSet []int64) {
 	done := d.cur.AckBatchIndexes(e, batchSize, ackSet)
@@ -35,7 +37,6 @@ func (d *Dispatcher) AckBatchIndexes(e int64, batchSize int, ackSet []int64) {
 				c.unacked -= int(diff)
 			}
 		}
-		d.maybeUnblock(c)
 	}
 	if done {
 		d.replay.remove(e)

@@ -5,13 +5,16 @@ import "slices"
 // Delayed delivery, as Pulsar's InMemoryDelayedDeliveryTracker: on Shared
 // and Key_Shared subscriptions an entry whose deliver_at_time lies beyond the
 // cutoff (now + DelayTick) is not sent when read; it is held in the delayed
-// index. Like the tracker's timer, which fires when the earliest held time is
-// reached, SetTime releases nothing before then; from then on it releases
-// every entry due by the cutoff. Released entries join the replay queue and
-// are sent in position order like replays, without a redelivery count bump.
-// Exclusive and Failover send such entries at once. Time is whatever the
-// broker passes to SetTime (milliseconds since the epoch); the broker calls it
-// before each Dispatch and on its tick.
+// index. Whenever the dispatcher looks at the time (SetTime, as Pulsar's
+// readMoreEntries asks hasMessageAvailable) the held entries due by the
+// cutoff are released; the tracker's timer (NextTimer) makes sure that
+// happens by the earliest deliver_at_time held. (Pulsar's timer also waits a
+// tick after its previous run, but everything due by then was released by
+// that run, so the earliest time held is always the later one.)
+// Released entries join the replay queue and are sent in position order like
+// replays, without a redelivery count bump. Exclusive and Failover send such
+// entries at once. Time is whatever the broker passes to SetTime
+// (milliseconds since the epoch).
 
 // delayedItem is one entry held in the delayed index.
 type delayedItem struct {
@@ -19,15 +22,20 @@ type delayedItem struct {
 	hash int32 // sticky hash (Key_Shared)
 }
 
-// SetTime tells the dispatcher the current time in milliseconds. Once the
-// earliest delayed entry is due, the delayed entries due by now + DelayTick
-// move to the replay queue; the next Dispatch sends them.
+// SetTime tells the dispatcher the current time in milliseconds; the broker
+// calls it before every event and whenever NextTimer falls due. It completes
+// a Failover switch whose delay has passed, and moves the delayed entries due
+// by now + DelayTick to the replay queue; the next Dispatch sends them.
 func (d *Dispatcher) SetTime(nowMs int64) {
 	d.now = nowMs
-	if first, ok := d.NextDelayed(); !ok || first > nowMs {
+	if d.switching && nowMs >= d.switchAt {
+		d.completeSwitch()
+	}
+	first, ok := d.NextDelayed()
+	cutoff := d.cutoff()
+	if !ok || first > cutoff {
 		return
 	}
-	cutoff := d.cutoff()
 	var due []int64
 	for e, it := range d.delayed {
 		if it.at <= cutoff {
@@ -42,6 +50,18 @@ func (d *Dispatcher) SetTime(nowMs int64) {
 			d.replay.add(e, it.hash)
 		}
 	}
+}
+
+// NextTimer returns the time at which the dispatcher wants SetTime called
+// (and Dispatch after it) even if nothing else happens: the end of a
+// Failover switch delay, or the delayed-delivery timer. False when it has no
+// timer.
+func (d *Dispatcher) NextTimer() (int64, bool) {
+	at, ok := d.switchAt, d.switching
+	if first, held := d.NextDelayed(); held && (!ok || first < at) {
+		at, ok = first, true
+	}
+	return at, ok
 }
 
 // Delayed returns the entries held in the delayed index, in position order.

@@ -1,15 +1,17 @@
 package dispatch
 
+import "slices"
+
 // Dispatch decides which entries go to which consumer now, given the topic's
 // log, and applies the decisions: permits are charged, pending acks and the
 // in-flight list updated, the read position advanced and the replay queue
 // drained. The replay queue (in position order) is served before new reads
 // from the read position. Acknowledged entries are skipped and never sent.
 // Call it after any event that may allow progress (flow, ack, redeliver,
-// consumer change, new entries). It returns nil while paused or without
-// consumers.
+// consumer change, new entries, and NextTimer falling due, after SetTime).
+// It returns nil without consumers.
 func (d *Dispatcher) Dispatch(log Log) []Delivery {
-	if d.paused || len(d.consumers) == 0 {
+	if len(d.consumers) == 0 {
 		return nil
 	}
 	switch d.opts.Type {
@@ -29,7 +31,7 @@ func (d *Dispatcher) deliverMulti(c *consumer, e int64, hash int32, log Log) Del
 	c.unacked += int(msgs)
 	c.pending[e] = pendingEntry{msgs: msgs, hash: hash}
 	d.owner[e] = c
-	if d.sel != nil {
+	if d.draining {
 		h := d.holds[hash]
 		if h == nil {
 			h = &hashHold{c: c}
@@ -51,83 +53,182 @@ func (d *Dispatcher) deliverMulti(c *consumer, e int64, hash int32, log Log) Del
 	}
 }
 
-// nextShared returns the next Shared entry to send: the first
-// unacknowledged replay entry, else the next unacknowledged entry from the read
-// position. It does not consume it.
-func (d *Dispatcher) nextShared(log Log) (e int64, fromReplay, ok bool) {
-	end := log.End()
-	for d.replay.len() > 0 {
-		it := d.replay.items[0]
-		if !d.cur.IsAcked(it.entry) {
-			return it.entry, true, true
+// firstAvailablePermits returns the permits of the first available consumer in
+// list order, or 0 when none is available (Pulsar's
+// getFirstAvailableConsumerPermits).
+func (d *Dispatcher) firstAvailablePermits() int {
+	for _, c := range d.consumers {
+		if c.available() {
+			return c.permits
 		}
-		d.replay.popFront()
 	}
-	for {
-		e = d.cur.NextUnacked(d.cur.ReadPosition())
-		if e >= end {
-			return 0, false, false
-		}
-		if !d.replay.contains(e) && !d.holdIfDelayed(e, log.Info(e), 0) {
-			return e, false, true
-		}
-		d.cur.SetReadPosition(e + 1)
-	}
+	return 0
 }
 
-// nextConsumer is Shared's getNextConsumer: among available consumers (not
-// blocked, permits > 0) at the highest priority level present, the next one in
-// round-robin order from the current index.
-func (d *Dispatcher) nextConsumer() *consumer {
-	found := false
-	var best int32
+// totalPermits is the dispatcher's total of its consumers' permits, negative
+// ones included (Pulsar's totalAvailablePermits).
+func (d *Dispatcher) totalPermits() int {
+	n := 0
 	for _, c := range d.consumers {
-		if c.available() && (!found || c.spec.Priority < best) {
-			best, found = c.spec.Priority, true
-		}
+		n += c.permits
 	}
-	if !found {
+	return n
+}
+
+// nextConsumer is Pulsar's getNextConsumer for Shared. Consumers are sorted
+// by priority (0 is the highest) and the round-robin index rr names the next
+// one to try. If that one is below priority 0, an available consumer of a
+// higher priority placed before it wins; otherwise the consumer at rr if it
+// is available, else the next available one at its priority level (wrapping
+// within the level), else the first available one at a lower level. The
+// index moves past the consumer returned. It returns nil when none is
+// available.
+func (d *Dispatcher) nextConsumer() *consumer {
+	n := len(d.consumers)
+	if n == 0 {
 		return nil
 	}
-	n := len(d.consumers)
 	if d.rr >= n {
 		d.rr = 0
 	}
-	for k := 0; k < n; k++ {
-		i := (d.rr + k) % n
-		if c := d.consumers[i]; c.spec.Priority == best && c.available() {
-			d.rr = i + 1
-			return c
+	if p := d.consumers[d.rr].spec.Priority; p != 0 {
+		for i := 0; i < d.rr && d.consumers[i].spec.Priority < p; i++ {
+			if d.consumers[i].available() {
+				d.rr = i + 1
+				return d.consumers[i]
+			}
 		}
+	}
+	if i := d.sameOrLowerLevel(d.rr); i >= 0 {
+		d.rr = i + 1
+		return d.consumers[i]
 	}
 	return nil
 }
 
-// dispatchShared hands entries round robin: each turn the next consumer (see
-// nextConsumer) gets up to MaxRoundRobinBatch entries while it stays available;
-// an entry is sent when permits > 0 and costs its unacknowledged messages.
-func (d *Dispatcher) dispatchShared(log Log) []Delivery {
-	var out []Delivery
-	for {
-		if _, _, ok := d.nextShared(log); !ok {
+// sameOrLowerLevel returns the index of the consumer nextConsumer picks at
+// rr's priority level or below it, or -1.
+func (d *Dispatcher) sameOrLowerLevel(rr int) int {
+	list := d.consumers
+	if list[rr].available() {
+		return rr
+	}
+	level := list[rr].spec.Priority
+	first := slices.IndexFunc(list, func(c *consumer) bool { return c.spec.Priority == level })
+	levelEnd := rr
+	for i := rr + 1; i != rr; {
+		if i >= len(list) || list[i].spec.Priority != level {
+			levelEnd = i
+			i = first
+			continue
+		}
+		if list[i].available() {
+			return i
+		}
+		i++
+	}
+	for i := levelEnd; i < len(list); i++ {
+		if list[i].available() {
+			return i
+		}
+	}
+	return -1
+}
+
+// readShared is one read of a Shared dispatcher: up to min(max(total
+// permits, first available consumer's permits), MaxReadBatch) entries, from
+// the replay queue when it holds any unacknowledged entry (those are taken
+// out of it), else from the read position on. A normal read may include
+// delayed entries: they are held when their consumer's turn comes.
+func (d *Dispatcher) readShared(log Log) (batch []int64, fromReplay bool) {
+	n := min(max(d.totalPermits(), d.firstAvailablePermits()), d.opts.MaxReadBatch)
+	n = max(n, 1)
+	batch = d.readBuf[:0]
+	defer func() { d.readBuf = batch }()
+	for d.replay.len() > 0 && len(batch) < n {
+		e := d.replay.items[0].entry
+		d.replay.popFront()
+		if !d.cur.IsAcked(e) {
+			batch = append(batch, e)
+		}
+	}
+	if len(batch) > 0 {
+		return batch, true
+	}
+	end := log.End()
+	for len(batch) < n {
+		e := d.cur.NextUnacked(d.cur.ReadPosition())
+		if e >= end {
 			break
 		}
+		d.cur.SetReadPosition(e + 1)
+		batch = append(batch, e)
+	}
+	return batch, false
+}
+
+// dispatchShared reads and hands out entries, as Pulsar's Shared dispatcher
+// does, while some consumer is available (see readShared and sendShared).
+func (d *Dispatcher) dispatchShared(log Log) []Delivery {
+	var out []Delivery
+	for d.firstAvailablePermits() > 0 {
+		batch, _ := d.readShared(log)
+		if len(batch) == 0 {
+			break
+		}
+		out = d.sendShared(batch, log, out)
+	}
+	return out
+}
+
+// sendShared hands out one read in round-robin turns (Pulsar's
+// trySendMessagesToConsumers). The next consumer (nextConsumer) gets
+//
+//	max(1, min(MaxRoundRobinBatch, ceil(min(remaining, permits, room) / avg)))
+//
+// entries, where remaining counts the messages of the read not yet sent,
+// room the messages the consumer may still take before its unacked limit,
+// and avg is the read's messages per entry (integer division, at least 1).
+// A turn's entries are sent whole even when that drives the permits below
+// zero; delayed entries among them are held, still using up their place in
+// the turn. What is left when no consumer is available goes to the replay
+// queue, without a redelivery count.
+func (d *Dispatcher) sendShared(batch []int64, log Log, out []Delivery) []Delivery {
+	remaining := 0
+	for _, e := range batch {
+		remaining += int(log.Info(e).Messages)
+	}
+	avg := max(remaining/len(batch), 1)
+	start := 0
+	for start < len(batch) && d.firstAvailablePermits() > 0 {
 		c := d.nextConsumer()
 		if c == nil {
 			break
 		}
-		for n := 0; n < d.opts.MaxRoundRobinBatch && c.available(); n++ {
-			e, fromReplay, ok := d.nextShared(log)
-			if !ok {
-				break
-			}
-			if fromReplay {
-				d.replay.popFront()
-			} else {
-				d.cur.SetReadPosition(e + 1)
+		most := min(remaining, c.permits)
+		if limit := d.maxUnacked(); limit > 0 {
+			most = min(most, max(limit-c.unacked, 0))
+		}
+		k := max(min(d.opts.MaxRoundRobinBatch, (most+avg-1)/avg), 1)
+		for i := start; i < min(start+k, len(batch)); i++ {
+			e := batch[i]
+			info := log.Info(e)
+			if d.cur.IsAcked(e) || d.holdIfDelayed(e, info, 0) {
+				continue
 			}
 			out = append(out, d.deliverMulti(c, e, 0, log))
+			remaining -= int(info.Messages)
+			if c.held {
+				// Its connection can take no more (Gate): the rest of
+				// the turn goes back to the read.
+				k = i + 1 - start
+				break
+			}
 		}
+		start += k
+	}
+	for _, e := range batch[min(start, len(batch)):] {
+		d.replay.add(e, 0)
 	}
 	return out
 }
@@ -143,9 +244,9 @@ func (d *Dispatcher) heldByOther(h int32, c *consumer) bool {
 // hash. Replay entries go first, in position order; an entry whose consumer is
 // missing or unavailable, or whose hash is still held by another consumer,
 // stays in (or joins) the replay queue. A new read of a hash with entries
-// waiting in the replay queue joins the queue too, so per-key order holds. New
-// reads stop when no consumer is available or the queue reaches the
-// look-ahead limit.
+// waiting in the replay queue joins the queue too, so per-key order holds,
+// unless the subscription allows out-of-order delivery. New reads stop when
+// no consumer is available or the queue reaches the look-ahead limit.
 func (d *Dispatcher) dispatchKeyShared(log Log) []Delivery {
 	end := log.End()
 	avail := 0
@@ -209,7 +310,8 @@ func (d *Dispatcher) dispatchKeyShared(log Log) []Delivery {
 			continue
 		}
 		c := d.sel.selectHash(h)
-		if c == nil || !c.available() || d.replay.hasHash(h) || d.heldByOther(h, c) {
+		behindReplay := !d.ksOutOfOrder && d.replay.hasHash(h)
+		if c == nil || !c.available() || behindReplay || d.heldByOther(h, c) {
 			d.replay.add(e, h)
 			continue
 		}

@@ -62,27 +62,38 @@ type Dispatcher struct {
 	consumers []*consumer // Shared/Key_Shared: ordered by (priority, arrival)
 	byID      map[uint64]*consumer
 	seq       uint64
-	paused    bool
 	gate      Gate // during DispatchGated only
 
 	// Exclusive/Failover.
 	active   *consumer
 	inflight []sentEntry // ascending; entries sent to active since last rewind
+	// Failover: while switching, a new active consumer waits until switchAt
+	// (activeConsumerFailoverDelayTimeMillis) before anything is sent;
+	// switches counts the switches completed.
+	switching bool
+	switchAt  int64
+	switches  uint64
 
 	// Shared/Key_Shared.
-	rr     int // round-robin index into consumers
-	replay replayQueue
-	owner  map[int64]*consumer // entry -> consumer whose pending acks hold it
+	rr      int     // round-robin index into consumers
+	readBuf []int64 // reused by readShared
+	replay  replayQueue
+	owner   map[int64]*consumer // entry -> consumer whose pending acks hold it
 
 	// Key_Shared.
-	sel    selector
-	ksMode KeySharedMode
-	holds  map[int32]*hashHold
+	sel          selector
+	ksMode       KeySharedMode
+	ksOutOfOrder bool // allowOutOfOrderDelivery of the attached consumers
+	// draining is set for AUTO_SPLIT without out-of-order delivery: a hash
+	// that moves to another consumer waits until its old consumer holds no
+	// entry of it (holds).
+	draining bool
+	holds    map[int32]*hashHold
 	// scratch is reused by dispatchKeyShared for the hashes found blocked.
 	scratch map[int32]struct{}
 
-	// Delayed delivery (Shared/Key_Shared): the time last given to SetTime
-	// and the entries held until their deliver_at_time.
+	// The time last given to SetTime, and the entries held until their
+	// deliver_at_time (delayed delivery, Shared/Key_Shared).
 	now     int64
 	delayed map[int64]delayedItem
 }
@@ -119,20 +130,17 @@ func (d *Dispatcher) Active() (uint64, bool) {
 	return d.active.spec.ID, true
 }
 
-// SetPaused stops (true) or resumes (false) Dispatch. The broker pauses a
-// Failover dispatcher during activeConsumerFailoverDelayTimeMillis after the
-// active consumer changed; FLOW keeps accumulating permits meanwhile.
-func (d *Dispatcher) SetPaused(paused bool) { d.paused = paused }
-
 // AddConsumer attaches a consumer. It fails with ErrConsumerBusy for a second
-// Exclusive consumer or a Key_Shared consumer whose mode differs from the
-// attached ones', with ErrConsumerAssign for a bad Key_Shared STICKY range, and
-// with ErrDuplicateConsumer for an id already attached.
+// Exclusive consumer, with ErrKeySharedModeMismatch or ErrOutOfOrderMismatch
+// for a Key_Shared consumer whose mode or allowOutOfOrderDelivery differs from
+// the attached ones', with ErrConsumerAssign for a bad Key_Shared STICKY range,
+// and with ErrDuplicateConsumer for an id already attached.
 //
 // When the first consumer of a Shared or Key_Shared subscription arrives, the
 // cursor is rewound (read position := first unacknowledged entry) and the replay
 // queue emptied. On Exclusive and Failover, the cursor is rewound whenever the
-// active consumer changes.
+// active consumer changes; on Failover only after FailoverDelay (see
+// Switching). Call SetTime first: the delay runs from the time it was given.
 func (d *Dispatcher) AddConsumer(spec ConsumerSpec) error {
 	if _, ok := d.byID[spec.ID]; ok {
 		return ErrDuplicateConsumer
@@ -148,6 +156,8 @@ func (d *Dispatcher) AddConsumer(spec ConsumerSpec) error {
 	case KeyShared:
 		if len(d.consumers) == 0 {
 			d.ksMode = spec.KeySharedMode
+			d.ksOutOfOrder = spec.AllowOutOfOrder
+			d.draining = d.ksMode == AutoSplit && !d.ksOutOfOrder
 			if d.ksMode == Sticky {
 				d.sel = &rangeSelector{}
 			} else if d.opts.KeySharedAutoSplitRanges {
@@ -156,7 +166,9 @@ func (d *Dispatcher) AddConsumer(spec ConsumerSpec) error {
 				d.sel = newHashRing(d.opts.ConsistentHashPoints)
 			}
 		} else if spec.KeySharedMode != d.ksMode {
-			return ErrConsumerBusy
+			return ErrKeySharedModeMismatch
+		} else if spec.AllowOutOfOrder != d.ksOutOfOrder {
+			return ErrOutOfOrderMismatch
 		}
 		if err := d.sel.add(c); err != nil {
 			return err
@@ -189,8 +201,17 @@ func (d *Dispatcher) AddConsumer(spec ConsumerSpec) error {
 // with their redelivery counts unchanged; if it was the last consumer, the
 // replay queue and ALL redelivery counters are cleared instead (the next
 // consumer rewinds the cursor). On Exclusive and Failover the active consumer
-// is picked again, with a rewind if it changed. Unknown ids are ignored.
-func (d *Dispatcher) RemoveConsumer(id uint64) {
+// is picked again, with a rewind if it changed (after FailoverDelay on
+// Failover). Unknown ids are ignored.
+func (d *Dispatcher) RemoveConsumer(id uint64) { d.removeConsumer(id, true) }
+
+// RemoveForReset detaches the consumer that a seek disconnects. On Exclusive
+// and Failover no other consumer is made active meanwhile, as Pulsar's
+// disconnectActiveConsumers leaves the standbys idle until the next consumer
+// joins or leaves; on Shared and Key_Shared it is RemoveConsumer.
+func (d *Dispatcher) RemoveForReset(id uint64) { d.removeConsumer(id, false) }
+
+func (d *Dispatcher) removeConsumer(id uint64, repick bool) {
 	c, ok := d.byID[id]
 	if !ok {
 		return
@@ -202,7 +223,7 @@ func (d *Dispatcher) RemoveConsumer(id uint64) {
 			d.active = nil
 			d.inflight = nil
 		}
-		if len(d.consumers) > 0 {
+		if repick && len(d.consumers) > 0 {
 			d.pickActive()
 		}
 		return
@@ -232,12 +253,16 @@ func (d *Dispatcher) RemoveConsumer(id uint64) {
 
 // Flow adds permits (in messages) to a consumer. Non-positive values are
 // ignored (Pulsar closes the connection on FLOW with 0 permits; that is the
-// broker's job). A Shared/Key_Shared consumer blocked on unacked messages parks
-// the permits until it is unblocked.
+// broker's job). A Shared/Key_Shared consumer at its unacked-messages limit
+// is blocked again (a redeliver request may have unblocked it) and parks the
+// permits until it is unblocked.
 func (d *Dispatcher) Flow(id uint64, permits int) {
 	c, ok := d.byID[id]
 	if !ok || permits <= 0 {
 		return
+	}
+	if max := d.maxUnacked(); max > 0 && c.pending != nil && c.unacked >= max {
+		c.blocked = true
 	}
 	if c.blocked {
 		c.parked += permits
@@ -296,7 +321,7 @@ func (d *Dispatcher) removePending(c *consumer, e int64) pendingEntry {
 	if c.unacked < 0 {
 		c.unacked = 0
 	}
-	if d.sel != nil {
+	if d.draining {
 		if h := d.holds[pe.hash]; h != nil && h.c == c {
 			if h.n--; h.n <= 0 {
 				delete(d.holds, pe.hash)

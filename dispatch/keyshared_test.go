@@ -157,8 +157,49 @@ func TestKeySharedModeMismatchIsBusy(t *testing.T) {
 	d, _ := newTest(t, KeyShared)
 	mustAdd(t, d, ConsumerSpec{ID: 1})
 	err := d.AddConsumer(ConsumerSpec{ID: 2, Name: "x", KeySharedMode: Sticky, Ranges: []Range{{0, 10}}})
-	if !errors.Is(err, ErrConsumerBusy) {
+	if !errors.Is(err, ErrKeySharedModeMismatch) || !errors.Is(err, ErrConsumerBusy) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestKeySharedOutOfOrderMismatchIsBusy(t *testing.T) {
+	for _, first := range []bool{false, true} {
+		d, _ := newTest(t, KeyShared)
+		mustAdd(t, d, ConsumerSpec{ID: 1, AllowOutOfOrder: first})
+		err := d.AddConsumer(ConsumerSpec{ID: 2, Name: "x", AllowOutOfOrder: !first})
+		if !errors.Is(err, ErrOutOfOrderMismatch) || !errors.Is(err, ErrConsumerBusy) {
+			t.Fatalf("first %v: err = %v", first, err)
+		}
+		// Once every consumer left, the next one sets the policy again.
+		d.RemoveConsumer(1)
+		mustAdd(t, d, ConsumerSpec{ID: 3, AllowOutOfOrder: !first})
+		if d.Snapshot().KeySharedAllowOutOfOrder != !first {
+			t.Fatalf("first %v: policy not replaced", first)
+		}
+	}
+}
+
+func TestKeySharedOutOfOrderNewConsumerGetsAMovedHashAtOnce(t *testing.T) {
+	d, log := newTest(t, KeyShared)
+	mustAdd(t, d, ConsumerSpec{ID: 1, Name: "a", AllowOutOfOrder: true})
+	d.Flow(1, 100)
+	probe := New(DefaultOptions(KeyShared), d.Cursor())
+	mustAdd(t, probe, ConsumerSpec{ID: 1, Name: "a"})
+	mustAdd(t, probe, ConsumerSpec{ID: 2, Name: "b"})
+	var key string
+	for i := 0; key == ""; i++ {
+		k := fmt.Sprintf("k%d", i)
+		if probe.sel.selectHash(probe.sel.hash([]byte(k))).spec.ID == 2 {
+			key = k
+		}
+	}
+	log.add(1, 1, key)
+	d.Dispatch(log) // entry 0 pending at a
+	mustAdd(t, d, ConsumerSpec{ID: 2, Name: "b", AllowOutOfOrder: true})
+	d.Flow(2, 100)
+	log.add(1, 1, key)
+	if got := d.Dispatch(log); !slices.Equal(entriesOf(got, 2), []int64{1}) {
+		t.Fatalf("got %+v, want entry 1 at b while a still holds entry 0", got)
 	}
 }
 

@@ -41,11 +41,12 @@ func TestMain(m *testing.M) {
 // dispatcher's data structures. Which consumer gets an entry is the
 // dispatcher's choice; the model checks the choice is allowed and records it.
 type refModel struct {
-	typ       SubType
-	partition int
-	topic     string
-	ksMode    KeySharedMode
-	maxUnack  int
+	typ        SubType
+	partition  int
+	topic      string
+	ksMode     KeySharedMode
+	outOfOrder bool // Key_Shared allowOutOfOrderDelivery
+	maxUnack   int
 
 	log     testLog
 	acked   map[int64]bool   // fully acknowledged
@@ -59,6 +60,23 @@ type refModel struct {
 	seq       int
 	active    uint64
 	hasActive bool
+	blocked   map[uint64]bool // Shared/Key_Shared consumers blocked on unacked messages
+
+	// Time, and the Failover switch delay after the active consumer changed.
+	now       int64
+	switching bool
+	switchAt  int64
+}
+
+// unacked is the number of messages pending at consumer id.
+func (m *refModel) unacked(id uint64) int {
+	n := 0
+	for e, c := range m.pending {
+		if c == id {
+			n += int(m.pmsgs[e])
+		}
+	}
+	return n
 }
 
 func (m *refModel) end() int64 { return m.log.End() }
@@ -143,12 +161,16 @@ func (m *refModel) pickActive() (uint64, bool) {
 }
 
 // rewindIfActiveChanged updates the active consumer; a change means a rewind,
-// so nothing is in flight any more.
+// so nothing is in flight any more. On Failover a change starts the switch
+// delay, unless one is already running.
 func (m *refModel) rewindIfActiveChanged() {
 	id, ok := m.pickActive()
 	if ok != m.hasActive || id != m.active {
 		clear(m.pending)
 		clear(m.pmsgs)
+		if ok && m.typ == Failover && !m.switching {
+			m.switching, m.switchAt = true, m.now+DefaultFailoverDelay
+		}
 	}
 	m.active, m.hasActive = id, ok
 }
@@ -173,7 +195,10 @@ func (m *refModel) expectAddError(spec ConsumerSpec) error {
 		}
 	case KeyShared:
 		if len(m.consumers) > 0 && spec.KeySharedMode != m.ksMode {
-			return ErrConsumerBusy
+			return ErrKeySharedModeMismatch
+		}
+		if len(m.consumers) > 0 && spec.AllowOutOfOrder != m.outOfOrder {
+			return ErrOutOfOrderMismatch
 		}
 		if spec.KeySharedMode == Sticky {
 			if len(spec.Ranges) == 0 {
@@ -250,6 +275,10 @@ func (s *machine) join(t *rapid.T) {
 		if rapid.IntRange(0, 9).Draw(t, "otherMode") == 0 {
 			spec.KeySharedMode = 1 - m.ksMode
 		}
+		spec.AllowOutOfOrder = m.outOfOrder
+		if rapid.IntRange(0, 9).Draw(t, "otherOrder") == 0 {
+			spec.AllowOutOfOrder = !m.outOfOrder
+		}
 		if spec.KeySharedMode == Sticky {
 			for _, q := range quarters {
 				if rapid.Bool().Draw(t, "quarter") {
@@ -271,6 +300,7 @@ func (s *machine) join(t *rapid.T) {
 	}
 	if len(m.consumers) == 0 && m.typ == KeyShared {
 		m.ksMode = spec.KeySharedMode
+		m.outOfOrder = spec.AllowOutOfOrder
 	}
 	m.consumers[spec.ID] = spec
 	m.seq++
@@ -285,6 +315,7 @@ func (s *machine) leave(t *rapid.T) {
 	id := s.pickConsumer(t)
 	s.d.RemoveConsumer(id)
 	delete(m.consumers, id)
+	delete(m.blocked, id)
 	if !m.multi() {
 		if m.active == id {
 			clear(m.pending)
@@ -306,8 +337,26 @@ func (s *machine) leave(t *rapid.T) {
 }
 
 func (s *machine) flow(t *rapid.T) {
+	m := s.m
 	id := s.pickConsumer(t)
 	s.d.Flow(id, rapid.IntRange(1, 10).Draw(t, "permits"))
+	// A FLOW at the unacked limit blocks the consumer again.
+	if m.multi() && m.maxUnack > 0 && m.unacked(id) >= m.maxUnack {
+		m.blocked[id] = true
+	}
+}
+
+// tick moves time on; a Failover switch whose delay has passed completes
+// with a rewind.
+func (s *machine) tick(t *rapid.T) {
+	m := s.m
+	m.now += rapid.Int64Range(0, 1500).Draw(t, "advance")
+	s.d.SetTime(m.now)
+	if m.switching && m.now >= m.switchAt {
+		m.switching = false
+		clear(m.pending)
+		clear(m.pmsgs)
+	}
 }
 
 func (s *machine) publish(t *rapid.T) {
@@ -320,12 +369,20 @@ func (s *machine) publish(t *rapid.T) {
 }
 
 func (s *machine) ackEntry(t *rapid.T, e int64) {
+	m := s.m
 	s.d.Ack(e)
-	if s.m.multi() {
-		delete(s.m.pending, e)
-		delete(s.m.pmsgs, e)
+	if m.multi() {
+		// Acking a whole entry a consumer holds may unblock it at half
+		// the limit.
+		if c, ok := m.pending[e]; ok {
+			delete(m.pending, e)
+			delete(m.pmsgs, e)
+			if m.unacked(c) <= m.maxUnack/2 {
+				delete(m.blocked, c)
+			}
+		}
 	}
-	s.m.ack(e)
+	m.ack(e)
 }
 
 func (s *machine) ack(t *rapid.T) { s.ackEntry(t, s.pickEntry(t)) }
@@ -410,12 +467,13 @@ func (s *machine) expire(t *rapid.T) {
 func (s *machine) redeliverModel(id uint64, entries []int64) {
 	m := s.m
 	if !m.multi() {
-		if m.hasActive && m.active == id {
+		if m.hasActive && m.active == id && !m.switching {
 			clear(m.pending)
 			clear(m.pmsgs)
 		}
 		return
 	}
+	delete(m.blocked, id) // any redeliver request unblocks
 	for _, e := range entries {
 		if c, ok := m.pending[e]; !ok || c != id {
 			continue
@@ -479,6 +537,9 @@ func (s *machine) dispatch(t *rapid.T) {
 		if !m.multi() && dl.Consumer != m.active {
 			t.Fatalf("entry %d sent to %d, active is %d", e, dl.Consumer, m.active)
 		}
+		if !m.multi() && m.switching {
+			t.Fatalf("entry %d sent during the Failover switch delay", e)
+		}
 		wantCount := int32(0)
 		if m.multi() {
 			wantCount = m.counts[e]
@@ -500,7 +561,7 @@ func (s *machine) dispatch(t *rapid.T) {
 				}
 			}
 			for p, c := range m.pending {
-				if c != dl.Consumer && string(m.log.Info(p).Key) == key && !m.acked[p] {
+				if !m.outOfOrder && c != dl.Consumer && string(m.log.Info(p).Key) == key && !m.acked[p] {
 					t.Fatalf("key %s sent to %d while %d holds entry %d", key, dl.Consumer, c, p)
 				}
 			}
@@ -514,6 +575,9 @@ func (s *machine) dispatch(t *rapid.T) {
 		delete(before, e)
 		m.pending[e] = dl.Consumer
 		m.pmsgs[e] = dl.Messages
+		if m.multi() && m.maxUnack > 0 && m.unacked(dl.Consumer) >= m.maxUnack {
+			m.blocked[dl.Consumer] = true
+		}
 	}
 	// Liveness: an available consumer leaves nothing waiting (Shared and
 	// the active consumer of Exclusive/Failover).
@@ -524,7 +588,7 @@ func (s *machine) dispatch(t *rapid.T) {
 			anyAvail = true
 		}
 	}
-	if anyAvail && m.typ != KeyShared {
+	if anyAvail && m.typ != KeyShared && !m.switching {
 		for e := int64(0); e < m.end(); e++ {
 			if s.waiting(e) {
 				t.Fatalf("entry %d left waiting with an available consumer: %+v", e, snap)
@@ -555,8 +619,9 @@ func (s *machine) check(t *rapid.T) {
 			if c.Unacked != sum {
 				t.Fatalf("consumer %d unacked %d, pending messages %d", c.ID, c.Unacked, sum)
 			}
-			if c.Blocked && m.maxUnack > 0 && c.Unacked <= m.maxUnack/2 {
-				t.Fatalf("consumer %d blocked at %d unacked (max %d)", c.ID, c.Unacked, m.maxUnack)
+			if c.Blocked != m.blocked[c.ID] {
+				t.Fatalf("consumer %d blocked=%v at %d unacked (max %d), model %v", c.ID, c.Blocked, c.Unacked,
+					m.maxUnack, m.blocked[c.ID])
 			}
 		} else if len(c.Pending) > 0 && !c.Active {
 			t.Fatalf("standby %d holds entries", c.ID)
@@ -585,7 +650,8 @@ func (s *machine) check(t *rapid.T) {
 		}
 		backlog++
 		_, pending := held[e]
-		if !pending && !inReplay[e] && e < snap.ReadPosition && len(m.consumers) > 0 {
+		// (During a Failover switch delay the rewind is still to come.)
+		if !pending && !inReplay[e] && e < snap.ReadPosition && len(m.consumers) > 0 && !m.switching {
 			t.Fatalf("entry %d lost: not acked, pending, in replay or unread (read %d)", e, snap.ReadPosition)
 		}
 	}
@@ -611,8 +677,11 @@ func (s *machine) check(t *rapid.T) {
 		if id, ok := s.d.Active(); ok != m.hasActive || id != m.active {
 			t.Fatalf("active %d/%v, model %d/%v", id, ok, m.active, m.hasActive)
 		}
+		if at, ok := s.d.Switching(); ok != m.switching || (ok && at != m.switchAt) {
+			t.Fatalf("switching %v until %d, model %v until %d", ok, at, m.switching, m.switchAt)
+		}
 	}
-	if m.typ == KeyShared {
+	if m.typ == KeyShared && !m.outOfOrder {
 		keyHolder := map[string]uint64{}
 		for e, c := range held {
 			if m.acked[e] {
@@ -646,18 +715,20 @@ func TestDispatcherMatchesReferenceModel(t *testing.T) {
 		s := &machine{
 			d: New(opts, cursor.New(-1)),
 			m: &refModel{
-				typ:       typ,
-				partition: opts.PartitionIndex,
-				topic:     opts.Topic,
-				ksMode:    rapid.SampledFrom([]KeySharedMode{AutoSplit, Sticky}).Draw(t, "ksMode"),
-				maxUnack:  maxUnack,
-				acked:     map[int64]bool{},
-				bits:      map[int64][]bool{},
-				pending:   map[int64]uint64{},
-				pmsgs:     map[int64]int32{},
-				counts:    map[int64]int32{},
-				consumers: map[uint64]ConsumerSpec{},
-				joinSeq:   map[uint64]int{},
+				typ:        typ,
+				partition:  opts.PartitionIndex,
+				topic:      opts.Topic,
+				ksMode:     rapid.SampledFrom([]KeySharedMode{AutoSplit, Sticky}).Draw(t, "ksMode"),
+				outOfOrder: rapid.Bool().Draw(t, "outOfOrder"),
+				maxUnack:   maxUnack,
+				blocked:    map[uint64]bool{},
+				acked:      map[int64]bool{},
+				bits:       map[int64][]bool{},
+				pending:    map[int64]uint64{},
+				pmsgs:      map[int64]int32{},
+				counts:     map[int64]int32{},
+				consumers:  map[uint64]ConsumerSpec{},
+				joinSeq:    map[uint64]int{},
 			},
 		}
 		t.Repeat(map[string]func(*rapid.T){
@@ -675,6 +746,7 @@ func TestDispatcherMatchesReferenceModel(t *testing.T) {
 			"redeliverAll":  s.redeliverAll,
 			"dispatch":      s.dispatch,
 			"dispatch2":     s.dispatch,
+			"tick":          s.tick,
 		})
 	})
 }

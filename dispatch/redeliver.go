@@ -11,7 +11,8 @@ package dispatch
 //
 // Exclusive/Failover: the ids are ignored; if id is the active consumer the
 // cursor is rewound and every unacknowledged entry is sent again from the first
-// one, with redelivery count 0. Requests from other consumers are ignored.
+// one, with redelivery count 0. Requests from other consumers, and requests
+// while a Failover switch waits for its delay, are ignored.
 func (d *Dispatcher) Redeliver(id uint64, entries []int64) {
 	c, ok := d.byID[id]
 	if !ok {
@@ -59,9 +60,10 @@ func (d *Dispatcher) redeliverOne(c *consumer, e int64) {
 	d.cur.IncrementRedelivery(e)
 }
 
-// rewindActive rewinds the cursor if c is the active consumer.
+// rewindActive rewinds the cursor if c is the active consumer and no switch
+// is waiting.
 func (d *Dispatcher) rewindActive(c *consumer) {
-	if c != d.active {
+	if c != d.active || d.switching {
 		return
 	}
 	d.cur.Rewind()

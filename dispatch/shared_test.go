@@ -358,17 +358,168 @@ func TestNoDeliveryWithoutPermits(t *testing.T) {
 	}
 }
 
-func TestPausedDispatcherSendsNothing(t *testing.T) {
-	d, log := newTest(t, Failover)
-	log.add(3, 1, "")
-	mustAdd(t, d, ConsumerSpec{ID: 1})
-	d.SetPaused(true)
-	d.Flow(1, 10)
-	if got := d.Dispatch(log); got != nil {
-		t.Fatal("sent while paused")
+// sizedLog returns a log of unkeyed entries holding the given numbers of
+// messages.
+func sizedLog(sizes ...int32) *testLog {
+	l := &testLog{}
+	for _, n := range sizes {
+		l.add(1, n, "")
 	}
-	d.SetPaused(false)
-	if got := d.Dispatch(log); len(got) != 3 {
-		t.Fatal("not resumed")
+	return l
+}
+
+func TestSharedTurnIsMessagesOverTheReadsAverageBatchSize(t *testing.T) {
+	// 20 batches of 10 messages, then 10 single messages: 210 messages in
+	// 30 entries, 7 per entry on average.
+	var sizes []int32
+	for i := 0; i < 30; i++ {
+		sizes = append(sizes, map[bool]int32{true: 10, false: 1}[i < 20])
+	}
+	log := sizedLog(sizes...)
+	d, _ := newTest(t, Shared)
+	mustAdd(t, d, ConsumerSpec{ID: 1})
+	mustAdd(t, d, ConsumerSpec{ID: 2})
+	d.Flow(1, 1000)
+	d.Flow(2, 1000)
+	got := d.Dispatch(log)
+	// First turn: min(20, ceil(210/7)) = 20 entries. Then 10 messages are
+	// left: ceil(10/7) = 2 entries, ceil(8/7) = 2, then one a turn.
+	want1 := []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 22, 23, 25, 27, 29}
+	want2 := []int64{20, 21, 24, 26, 28}
+	if !slices.Equal(entriesOf(got, 1), want1) || !slices.Equal(entriesOf(got, 2), want2) {
+		t.Fatalf("consumer 1 got %v, consumer 2 got %v", entriesOf(got, 1), entriesOf(got, 2))
+	}
+}
+
+func TestSharedTurnIsBoundedByPermitsInMessages(t *testing.T) {
+	// 13 messages in 4 entries: 3 per entry on average (integer division).
+	log := sizedLog(1, 1, 1, 10)
+	d, _ := newTest(t, Shared)
+	mustAdd(t, d, ConsumerSpec{ID: 1})
+	mustAdd(t, d, ConsumerSpec{ID: 2})
+	d.Flow(1, 5)
+	d.Flow(2, 5)
+	got := d.Dispatch(log)
+	// ceil(5/3) = 2 entries each; the second consumer's turn takes the
+	// 10-message batch whole and goes to -6 permits.
+	if !slices.Equal(entriesOf(got, 1), []int64{0, 1}) || !slices.Equal(entriesOf(got, 2), []int64{2, 3}) {
+		t.Fatalf("consumer 1 got %v, consumer 2 got %v", entriesOf(got, 1), entriesOf(got, 2))
+	}
+	s := d.Snapshot()
+	if s.Consumers[0].Permits != 3 || s.Consumers[1].Permits != -6 {
+		t.Fatalf("permits %d and %d, want 3 and -6", s.Consumers[0].Permits, s.Consumers[1].Permits)
+	}
+}
+
+func TestSharedTurnIsBoundedByUnackedRoom(t *testing.T) {
+	log := sizedLog(2, 2, 2, 2)
+	d, _ := newTest(t, Shared, func(o *Options) { o.MaxUnackedPerConsumer = 4 })
+	mustAdd(t, d, ConsumerSpec{ID: 1})
+	mustAdd(t, d, ConsumerSpec{ID: 2})
+	d.Flow(1, 100)
+	d.Flow(2, 100)
+	got := d.Dispatch(log)
+	if !slices.Equal(entriesOf(got, 1), []int64{0, 1}) || !slices.Equal(entriesOf(got, 2), []int64{2, 3}) {
+		t.Fatalf("consumer 1 got %v, consumer 2 got %v", entriesOf(got, 1), entriesOf(got, 2))
+	}
+}
+
+func TestSharedReadTakesAtMostThePermitsInEntriesAndReplaysTheRest(t *testing.T) {
+	log := sizedLog(5, 5, 5, 5, 5, 5)
+	d, _ := newTest(t, Shared)
+	mustAdd(t, d, ConsumerSpec{ID: 1})
+	d.Flow(1, 3)
+	// One read of min(3 permits, 100) = 3 entries; the turn is
+	// ceil(3/5) = 1 entry, which drives the permits to -2; the other two
+	// entries read wait in the replay queue, uncounted.
+	got := d.Dispatch(log)
+	if !slices.Equal(allEntries(got), []int64{0}) {
+		t.Fatalf("sent %v, want [0]", allEntries(got))
+	}
+	s := d.Snapshot()
+	if !slices.Equal(s.Replay, []int64{1, 2}) || s.ReadPosition != 3 || s.Redeliveries != nil {
+		t.Fatalf("replay %v, read position %d, counts %v", s.Replay, s.ReadPosition, s.Redeliveries)
+	}
+	d.Flow(1, 10) // 8 permits: the replay first, both in one turn
+	got = d.Dispatch(log)
+	if !slices.Equal(allEntries(got), []int64{1, 2}) || countsOf(got)[1] != 0 {
+		t.Fatalf("sent %+v, want entries 1 and 2 with count 0", got)
+	}
+}
+
+func TestSharedDelayedEntryTakesItsPlaceInATurn(t *testing.T) {
+	log := delayedLog(60_000, 0, 0, 0)
+	d, _ := newTest(t, Shared, func(o *Options) { o.MaxRoundRobinBatch = 2 })
+	mustAdd(t, d, ConsumerSpec{ID: 1})
+	mustAdd(t, d, ConsumerSpec{ID: 2})
+	d.Flow(1, 10)
+	d.Flow(2, 10)
+	d.SetTime(0)
+	got := d.Dispatch(log)
+	// The first turn is entries 0 and 1; 0 is held for later.
+	if !slices.Equal(entriesOf(got, 1), []int64{1}) || !slices.Equal(entriesOf(got, 2), []int64{2, 3}) {
+		t.Fatalf("consumer 1 got %v, consumer 2 got %v", entriesOf(got, 1), entriesOf(got, 2))
+	}
+	if !slices.Equal(d.Delayed(), []int64{0}) {
+		t.Fatalf("delayed %v", d.Delayed())
+	}
+}
+
+func TestSharedLowerPriorityGetsTheTurnOnlyWhenHigherOnesAreFull(t *testing.T) {
+	log := sizedLog(1, 1, 1, 1, 1, 1)
+	d, _ := newTest(t, Shared, func(o *Options) { o.MaxRoundRobinBatch = 1 })
+	mustAdd(t, d, ConsumerSpec{ID: 1, Priority: 0})
+	mustAdd(t, d, ConsumerSpec{ID: 2, Priority: 0})
+	mustAdd(t, d, ConsumerSpec{ID: 3, Priority: 1})
+	d.Flow(1, 2)
+	d.Flow(2, 1)
+	d.Flow(3, 10)
+	got := d.Dispatch(log)
+	if !slices.Equal(entriesOf(got, 1), []int64{0, 2}) || !slices.Equal(entriesOf(got, 2), []int64{1}) ||
+		!slices.Equal(entriesOf(got, 3), []int64{3, 4, 5}) {
+		t.Fatalf("got 1:%v 2:%v 3:%v", entriesOf(got, 1), entriesOf(got, 2), entriesOf(got, 3))
+	}
+}
+
+func TestSharedFlowBlocksAgainAtTheUnackedLimit(t *testing.T) {
+	d, log := newTest(t, Shared, func(o *Options) { o.MaxUnackedPerConsumer = 4 })
+	log.add(10, 1, "")
+	mustAdd(t, d, ConsumerSpec{ID: 1})
+	d.Flow(1, 100)
+	d.Dispatch(log) // 4 unacked: blocked
+	// A redeliver request naming nothing it holds unblocks it anyway, with
+	// its 4 messages still unacknowledged...
+	d.Redeliver(1, []int64{9})
+	if s := d.Snapshot().Consumers[0]; s.Blocked {
+		t.Fatalf("still blocked after redeliver: %+v", s)
+	}
+	// ...and the next FLOW finds it at the limit and blocks it again.
+	d.Flow(1, 5)
+	if s := d.Snapshot().Consumers[0]; !s.Blocked || s.ParkedPermits != 5 {
+		t.Fatalf("after FLOW at the limit: %+v", s)
+	}
+	if got := d.Dispatch(log); got != nil {
+		t.Fatalf("a blocked consumer got %v", allEntries(got))
+	}
+}
+
+func TestPartialBatchAckDoesNotUnblock(t *testing.T) {
+	d, log := newTest(t, Shared, func(o *Options) { o.MaxUnackedPerConsumer = 4 })
+	log.add(1, 4, "")
+	mustAdd(t, d, ConsumerSpec{ID: 1})
+	d.Flow(1, 100)
+	d.Dispatch(log) // entry 0: 4 messages, blocked
+	log.add(1, 1, "")
+	d.AckBatchIndexes(0, 4, []int64{0b1000})
+	if s := d.Snapshot().Consumers[0]; !s.Blocked || s.Unacked != 1 {
+		t.Fatalf("after acking 3 of 4 indexes: %+v", s)
+	}
+	// Completing the batch by index does not unblock it either.
+	d.AckBatchIndexes(0, 4, []int64{0})
+	if s := d.Snapshot().Consumers[0]; !s.Blocked || s.Unacked != 0 {
+		t.Fatalf("after acking the last index: %+v", s)
+	}
+	if got := d.Dispatch(log); got != nil {
+		t.Fatalf("a blocked consumer got %v", allEntries(got))
 	}
 }

@@ -14,7 +14,8 @@ const failoverHashReplicas = 100
 // consumers sorted by (priority, name); candidates are those at the highest
 // priority; partitioned topic → candidates[partition % n]; non-partitioned →
 // a consistent-hash ring of the candidates' names, looked up with the topic
-// name. When the active consumer changes the cursor is rewound.
+// name. When the active consumer changes the cursor is rewound: at once on
+// Exclusive, after FailoverDelay on Failover (see Switching).
 func (d *Dispatcher) pickActive() {
 	sorted := slices.Clone(d.consumers)
 	slices.SortStableFunc(sorted, func(a, b *consumer) int {
@@ -45,9 +46,37 @@ func (d *Dispatcher) pickActive() {
 		return
 	}
 	d.active = next
+	d.inflight = d.inflight[:0]
+	if d.opts.Type == Failover && d.opts.FailoverDelay > 0 {
+		// A switch already waiting keeps its deadline.
+		if !d.switching {
+			d.switching, d.switchAt = true, d.now+d.opts.FailoverDelay
+		}
+		return
+	}
+	d.completeSwitch()
+}
+
+// completeSwitch makes the picked consumer the one served: the cursor is
+// rewound so it gets everything unacknowledged.
+func (d *Dispatcher) completeSwitch() {
+	d.switching = false
 	d.cur.Rewind()
 	d.inflight = d.inflight[:0]
+	d.switches++
 }
+
+// Switching reports whether a Failover subscription waits for
+// activeConsumerFailoverDelayTimeMillis after its active consumer changed,
+// and until when. Meanwhile nothing is sent, and FLOW (whose permits are
+// kept) and redeliver requests trigger nothing. SetTime completes the switch
+// once the time has come.
+func (d *Dispatcher) Switching() (until int64, ok bool) { return d.switchAt, d.switching }
+
+// Switches returns how many times a new active consumer started being
+// served. On Failover the broker tells every consumer which one is active
+// each time it grows (ACTIVE_CONSUMER_CHANGE after the delay).
+func (d *Dispatcher) Switches() uint64 { return d.switches }
 
 // failoverRingIndex picks a candidate for a non-partitioned Failover topic:
 // each candidate i puts points Murmur31(name + decimal(j)), j < 100, on a ring
@@ -85,7 +114,7 @@ func failoverRingIndex(cands []*consumer, topic string) int {
 // each costing its unacknowledged messages (so permits may go negative).
 func (d *Dispatcher) dispatchSingle(log Log) []Delivery {
 	c := d.active
-	if c == nil {
+	if c == nil || d.switching {
 		return nil
 	}
 	end := log.End()

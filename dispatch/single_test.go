@@ -110,6 +110,7 @@ func TestFailoverRedeliverIgnoresIdsAndRewinds(t *testing.T) {
 	mustAdd(t, d, ConsumerSpec{ID: 2, Name: "b"})
 	d.Flow(1, 100)
 	d.Flow(2, 100)
+	d.SetTime(DefaultFailoverDelay)
 	if got := d.Dispatch(log); !slices.Equal(entriesOf(got, 1), []int64{0, 1, 2, 3}) {
 		t.Fatalf("got %v", got)
 	}
@@ -208,6 +209,7 @@ func TestFailoverNewActiveGetsEverythingUnacked(t *testing.T) {
 	mustAdd(t, d, ConsumerSpec{ID: 2, Name: "b"})
 	d.Flow(1, 100)
 	d.Flow(2, 100)
+	d.SetTime(DefaultFailoverDelay)
 	d.Dispatch(log)
 	d.Ack(0)
 	d.Ack(3)
@@ -215,6 +217,7 @@ func TestFailoverNewActiveGetsEverythingUnacked(t *testing.T) {
 	if id, _ := d.Active(); id != 2 {
 		t.Fatalf("active %d", id)
 	}
+	d.SetTime(2 * DefaultFailoverDelay)
 	if got := d.Dispatch(log); !slices.Equal(entriesOf(got, 2), []int64{1, 2, 4}) {
 		t.Fatalf("got %v", allEntries(got))
 	}
@@ -251,5 +254,103 @@ func TestCumulativeAckIsIgnoredOnShared(t *testing.T) {
 		if s := d.Snapshot(); s.MarkDelete != -1 || len(s.Consumers[0].Pending) != 5 {
 			t.Fatalf("%v: cumulative ack applied: %+v", typ, s)
 		}
+	}
+}
+
+func TestFailoverNewActiveWaitsForTheSwitchDelay(t *testing.T) {
+	d, log := newTest(t, Failover, func(o *Options) { o.PartitionIndex = 0 })
+	log.add(3, 1, "")
+	d.SetTime(10_000)
+	mustAdd(t, d, ConsumerSpec{ID: 1, Name: "a"})
+	if at, ok := d.Switching(); !ok || at != 11_000 {
+		t.Fatalf("switching %d %v, want until 11000", at, ok)
+	}
+	if at, ok := d.NextTimer(); !ok || at != 11_000 {
+		t.Fatalf("next timer %d %v", at, ok)
+	}
+	// FLOW keeps its permits but sends nothing; a redeliver request is
+	// ignored.
+	d.Flow(1, 100)
+	d.RedeliverAll(1)
+	d.SetTime(10_999)
+	if got := d.Dispatch(log); got != nil {
+		t.Fatalf("sent %v during the delay", allEntries(got))
+	}
+	if d.Switches() != 0 {
+		t.Fatal("switch counted before the delay")
+	}
+	d.SetTime(11_000)
+	if got := d.Dispatch(log); !slices.Equal(entriesOf(got, 1), []int64{0, 1, 2}) {
+		t.Fatalf("after the delay sent %v", allEntries(got))
+	}
+	if _, ok := d.Switching(); ok || d.Switches() != 1 {
+		t.Fatalf("switching still, or %d switches", d.Switches())
+	}
+}
+
+func TestFailoverSwitchWaitingKeepsItsDeadline(t *testing.T) {
+	d, log := newTest(t, Failover, func(o *Options) { o.PartitionIndex = 1 })
+	log.add(2, 1, "")
+	d.SetTime(0)
+	mustAdd(t, d, ConsumerSpec{ID: 1, Name: "a"}) // active: a
+	d.SetTime(600)
+	mustAdd(t, d, ConsumerSpec{ID: 2, Name: "b"}) // partition 1 of 2: b
+	if id, _ := d.Active(); id != 2 {
+		t.Fatalf("active %d, want 2", id)
+	}
+	if at, _ := d.Switching(); at != DefaultFailoverDelay {
+		t.Fatalf("switch until %d, want the first deadline %d", at, DefaultFailoverDelay)
+	}
+	d.Flow(2, 10)
+	d.SetTime(DefaultFailoverDelay)
+	if got := d.Dispatch(log); !slices.Equal(entriesOf(got, 2), []int64{0, 1}) {
+		t.Fatalf("sent %v", allEntries(got))
+	}
+}
+
+func TestExclusiveHasNoSwitchDelay(t *testing.T) {
+	d, log := newTest(t, Exclusive)
+	log.add(1, 1, "")
+	mustAdd(t, d, ConsumerSpec{ID: 1})
+	d.Flow(1, 10)
+	if _, ok := d.Switching(); ok {
+		t.Fatal("Exclusive waits")
+	}
+	if got := d.Dispatch(log); len(got) != 1 {
+		t.Fatalf("sent %v", allEntries(got))
+	}
+}
+
+func TestFailoverResetLeavesStandbysIdleUntilTheNextConsumerJoins(t *testing.T) {
+	d, log := newTest(t, Failover, func(o *Options) { o.PartitionIndex = 0 })
+	log.add(2, 1, "")
+	mustAdd(t, d, ConsumerSpec{ID: 1, Name: "a"})
+	mustAdd(t, d, ConsumerSpec{ID: 2, Name: "b"})
+	d.Flow(1, 10)
+	d.Flow(2, 10)
+	d.SetTime(DefaultFailoverDelay)
+	d.Dispatch(log)
+	// A seek disconnects the active consumer only; nobody takes over.
+	d.RemoveForReset(1)
+	d.ResetTo(0)
+	if _, ok := d.Active(); ok {
+		t.Fatal("a standby was made active during the reset")
+	}
+	d.SetTime(10 * DefaultFailoverDelay)
+	if got := d.Dispatch(log); got != nil {
+		t.Fatalf("the standby got %v", allEntries(got))
+	}
+	// The seeking consumer comes back: picked again, after the delay.
+	mustAdd(t, d, ConsumerSpec{ID: 3, Name: "a"})
+	d.Flow(3, 10)
+	if id, _ := d.Active(); id != 3 {
+		t.Fatalf("active %d, want 3", id)
+	}
+	if got := d.Dispatch(log); got != nil {
+		t.Fatalf("sent %v before the delay", allEntries(got))
+	}
+	d.SetTime(11 * DefaultFailoverDelay)
+	if got := d.Dispatch(log); !slices.Equal(entriesOf(got, 3), []int64{0, 1}) {
+		t.Fatalf("sent %v", allEntries(got))
 	}
 }

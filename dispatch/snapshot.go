@@ -6,8 +6,14 @@ import "slices"
 // inspection (compare with go-cmp). Nothing in it aliases the dispatcher.
 type Snapshot struct {
 	Type SubType
-	// KeySharedMode is the mode of the attached Key_Shared consumers.
-	KeySharedMode KeySharedMode
+	// KeySharedMode is the mode of the attached Key_Shared consumers, and
+	// KeySharedAllowOutOfOrder their allowOutOfOrderDelivery.
+	KeySharedMode            KeySharedMode
+	KeySharedAllowOutOfOrder bool
+	// Switching is set while a Failover subscription waits for the switch
+	// delay after its active consumer changed, until SwitchAt (ms).
+	Switching bool
+	SwitchAt  int64
 	// Active is the active consumer (Exclusive/Failover) when HasActive.
 	Active    uint64
 	HasActive bool
@@ -63,11 +69,15 @@ func (d *Dispatcher) Snapshot() Snapshot {
 		Type:          d.opts.Type,
 		KeySharedMode: d.ksMode,
 		Replay:        d.replay.entries(),
+		Switching:     d.switching,
+		SwitchAt:      d.switchAt,
 		MarkDelete:    d.cur.MarkDelete(),
 		ReadPosition:  d.cur.ReadPosition(),
 		Acked:         d.cur.Acked(),
 		AckSets:       d.cur.AckSets(),
 		Redeliveries:  d.cur.Redeliveries(),
+
+		KeySharedAllowOutOfOrder: d.ksOutOfOrder,
 	}
 	if len(d.delayed) > 0 {
 		s.Delayed = sortedKeys(d.delayed)

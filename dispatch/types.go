@@ -1,6 +1,9 @@
 package dispatch
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // SubType is a subscription type, numbered as on the Pulsar wire
 // (CommandSubscribe.SubType).
@@ -82,6 +85,11 @@ type ConsumerSpec struct {
 	KeySharedMode KeySharedMode
 	// Ranges are the hash ranges of a Key_Shared STICKY consumer.
 	Ranges []Range
+	// AllowOutOfOrder is KeySharedMeta.allowOutOfOrderDelivery: the
+	// Key_Shared subscription neither drains hashes that move to another
+	// consumer nor holds new entries behind replays of the same key. Every
+	// consumer of a subscription must ask for the same.
+	AllowOutOfOrder bool
 	// Epoch is the consumer_epoch sent with SUBSCRIBE, or -1 when absent.
 	Epoch int64
 }
@@ -121,6 +129,8 @@ const (
 	DefaultLookAheadPerSub = 20000
 	// DefaultDelayTick is delayedDeliveryTickTimeMillis.
 	DefaultDelayTick = 1000
+	// DefaultFailoverDelay is activeConsumerFailoverDelayTimeMillis.
+	DefaultFailoverDelay = 1000
 )
 
 // Options configure a Dispatcher. Zero numeric fields take the Default… values,
@@ -141,8 +151,8 @@ type Options struct {
 	// MaxRoundRobinBatch is dispatcherMaxRoundRobinBatchSize: the most entries a
 	// Shared consumer gets per round-robin turn (default 20).
 	MaxRoundRobinBatch int
-	// MaxReadBatch is dispatcherMaxReadBatchSize: the most entries one read for an
-	// Exclusive or Failover consumer sends (default 100).
+	// MaxReadBatch is dispatcherMaxReadBatchSize: the most entries one read
+	// takes from the log or the replay queue (default 100).
 	MaxReadBatch int
 	// ConsistentHashPoints is the number of ring points per Key_Shared
 	// AUTO_SPLIT consumer (default 100).
@@ -157,6 +167,10 @@ type Options struct {
 	// DelayTick is delayedDeliveryTickTimeMillis: a delayed entry due within
 	// one tick of now is sent at once (default 1000 ms).
 	DelayTick int64
+	// FailoverDelay is activeConsumerFailoverDelayTimeMillis: when the active
+	// consumer of a Failover subscription changes, the new one gets nothing
+	// until this much time has passed (default 1000 ms; negative: no delay).
+	FailoverDelay int64
 	// KeySharedAutoSplitRanges gives Key_Shared AUTO_SPLIT consumers hash
 	// ranges split in halves as they join (Pulsar with
 	// subscriptionKeySharedUseConsistentHashing=false) instead of the
@@ -177,6 +191,7 @@ func DefaultOptions(t SubType) Options {
 		LookAheadPerConsumer:  DefaultLookAheadPerConsumer,
 		LookAheadPerSub:       DefaultLookAheadPerSub,
 		DelayTick:             DefaultDelayTick,
+		FailoverDelay:         DefaultFailoverDelay,
 	}
 }
 
@@ -203,14 +218,23 @@ func (o Options) withDefaults() Options {
 	if o.DelayTick <= 0 {
 		o.DelayTick = DefaultDelayTick
 	}
+	if o.FailoverDelay == 0 {
+		o.FailoverDelay = DefaultFailoverDelay
+	}
 	return o
 }
 
 // Errors returned by AddConsumer. The broker maps them to wire error codes.
 var (
-	// ErrConsumerBusy: a second Exclusive consumer, or a Key_Shared consumer
-	// whose mode differs from the connected consumers' (wire: ConsumerBusy).
+	// ErrConsumerBusy: a second Exclusive consumer (wire: ConsumerBusy).
 	ErrConsumerBusy = errors.New("dispatch: consumer busy")
+	// ErrKeySharedModeMismatch: a Key_Shared consumer whose mode differs from
+	// the connected consumers' (wire: ConsumerBusy). It wraps ErrConsumerBusy.
+	ErrKeySharedModeMismatch = fmt.Errorf("%w: key_shared mode differs", ErrConsumerBusy)
+	// ErrOutOfOrderMismatch: a Key_Shared consumer whose allowOutOfOrderDelivery
+	// differs from the connected consumers' (wire: ConsumerBusy). It wraps
+	// ErrConsumerBusy.
+	ErrOutOfOrderMismatch = fmt.Errorf("%w: allowOutOfOrderDelivery differs", ErrConsumerBusy)
 	// ErrConsumerAssign: a Key_Shared STICKY consumer without ranges, with a bad
 	// range or with a range overlapping another consumer's (wire:
 	// ConsumerAssignError).
