@@ -34,6 +34,7 @@ type Broker struct {
 	wg sync.WaitGroup
 
 	faults faults
+	timers timers
 
 	events eventQueue
 
@@ -114,18 +115,15 @@ func (b *Broker) attach(ln net.Listener) error {
 	}
 	b.ln = ln
 	b.url = "pulsar://" + ln.Addr().String()
-	b.every(delayedTick, b.dispatchDelayed)
+	b.startTimers()
 	if b.cfg.authn != nil && b.cfg.authRefresh > 0 {
 		b.every(b.cfg.authRefresh, b.checkCredentials)
-	}
-	if d := b.cfg.expiryInterval; d > 0 {
-		b.every(d, b.RunExpiryCheck)
 	}
 	return nil
 }
 
-// every runs fn each interval on a goroutine of its own until the broker
-// closes. The broker's timers (delayed delivery, message TTL) use it.
+// every runs fn each interval of wall time on a goroutine of its own until
+// the broker closes (the credentials check uses it).
 func (b *Broker) every(interval time.Duration, fn func()) {
 	b.wg.Add(1)
 	go func() {

@@ -33,6 +33,16 @@ func (c *ManualClock) Now() time.Time {
 	return c.now
 }
 
+// manual marks a clock that never moves by itself: the broker does not
+// sleep towards its timers but waits for RunTimers.
+func (c *ManualClock) manual() {}
+
+// isManual reports whether clk only moves when told to.
+func isManual(clk Clock) bool {
+	_, ok := clk.(interface{ manual() })
+	return ok
+}
+
 // Advance moves the clock forward by d.
 func (c *ManualClock) Advance(d time.Duration) {
 	c.mu.Lock()
@@ -65,14 +75,3 @@ func (c *OffsetClock) Advance(d time.Duration) {
 
 // Clock returns the broker's clock.
 func (b *Broker) Clock() Clock { return b.cfg.clock }
-
-// RunTimers runs the broker's timed checks at once, by its clock: message TTL
-// expiry, the release of delayed messages that are due and, with
-// authentication, the check for expired credentials.
-func (b *Broker) RunTimers() {
-	b.RunExpiryCheck()
-	b.dispatchDelayed()
-	if b.cfg.authn != nil {
-		b.checkCredentials()
-	}
-}

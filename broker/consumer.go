@@ -25,6 +25,9 @@ type Consumer struct {
 	out      meter             // messages delivered, under the topic's lock
 	bytesOut int64             // under the topic's lock
 	flowed   bool              // it has sent a FLOW, under the topic's lock
+	// activeNote is an ACTIVE_CONSUMER_CHANGE held until the first FLOW
+	// (Failover; see tellActiveLocked), under the topic's lock.
+	activeNote *pb.BaseCommand
 }
 
 // consumer returns the connection's consumer with this id, or nil.
@@ -81,8 +84,9 @@ func (c *conn) handleFlow(f *pb.CommandFlow) bool {
 	if cs.sub.consumers[cs.dispID] == cs {
 		if !cs.flowed {
 			cs.flowed = true
-			if cs.sub.typ == dispatch.Failover && cs.sub.hasActive {
-				cs.sub.tellActiveLocked(cs)
+			if cs.activeNote != nil {
+				c.send(cs.activeNote)
+				cs.activeNote = nil
 			}
 		}
 		cs.sub.disp.Flow(cs.dispID, int(f.GetMessagePermits()))
@@ -103,63 +107,100 @@ func (t *Topic) entryOf(id *pb.MessageIdData) (int64, bool) {
 	return n, true
 }
 
+// ackVerdict is what the broker does with an ACK before looking at its ids.
+type ackVerdict int
+
+const (
+	ackApply  ackVerdict = iota // acknowledge the ids
+	ackIgnore                   // do nothing, answer success
+	ackRefuse                   // do nothing, answer NotAllowedError
+)
+
+// txnAckRefusal is the message of Pulsar 4.0.8's ACK_RESPONSE to an ack that
+// carries a transaction id while transactions are off.
+const txnAckRefusal = "org.apache.pulsar.broker.service.BrokerServiceException$NotAllowedException: " +
+	"Server don't support transaction ack!"
+
+// judgeAck decides an ACK on a subscription of type typ as Pulsar's
+// Consumer.messageAcked does: a cumulative ack must name exactly one
+// message and is ignored on Shared and Key_Shared; an ack carrying a
+// transaction id (both halves) is refused, since transactions are off.
+func judgeAck(a *pb.CommandAck, typ dispatch.SubType) ackVerdict {
+	txn := a.TxnidMostBits != nil && a.TxnidLeastBits != nil
+	if a.GetAckType() == pb.CommandAck_Cumulative {
+		if len(a.GetMessageId()) != 1 || typ == dispatch.Shared || typ == dispatch.KeyShared {
+			return ackIgnore
+		}
+	}
+	if txn {
+		return ackRefuse
+	}
+	return ackApply
+}
+
+// handleAck acknowledges messages. An ack for a consumer the connection does
+// not know is dropped without an answer, as Pulsar drops it.
 func (c *conn) handleAck(a *pb.CommandAck) {
 	cs := c.consumer(a.GetConsumerId())
 	if cs == nil {
-		if a.RequestId != nil {
-			c.send(ackResponse(a, pb.ServerError_ConsumerNotFound, "Consumer not found"))
-		}
 		return
 	}
 	s := cs.sub
 	t := s.topic
-	cumulative := a.GetAckType() == pb.CommandAck_Cumulative
 	t.mu.Lock()
-	if s.consumers[cs.dispID] == cs && t.name.Persistent {
+	verdict := judgeAck(a, s.typ)
+	if s.consumers[cs.dispID] == cs && t.name.Persistent && verdict == ackApply {
 		for _, id := range a.GetMessageId() {
 			n, ok := t.entryOf(id)
 			if !ok {
 				continue
 			}
-			e := t.log.get(n)
-			switch {
-			case cumulative:
-				if s.typ == dispatch.Shared || s.typ == dispatch.KeyShared {
-					continue // silently ignored, as in Pulsar
-				}
-				if len(id.GetAckSet()) > 0 && e != nil && e.batched {
-					// Up to a batch index: the entries before are acknowledged;
-					// with batch-index acks on, the batch keeps its
-					// unacknowledged indexes, else it stays whole.
-					if n-1 > s.cur.MarkDelete() {
-						s.disp.AckCumulative(cs.dispID, n-1)
-					}
-					if t.b.cfg.batchIndexAck {
-						s.disp.AckBatchIndexes(n, int(e.messages), id.GetAckSet())
-					}
-					break
-				}
-				s.disp.AckCumulative(cs.dispID, n)
-			case len(id.GetAckSet()) > 0 && t.b.cfg.batchIndexAck && e != nil && e.batched:
-				s.disp.AckBatchIndexes(n, int(e.messages), id.GetAckSet())
-			case len(id.GetAckSet()) > 0:
-				// Batch-index acks off: Pulsar's cursor ignores a position
-				// with an ack set, while the subscription still drops the
-				// entry's redelivery counter.
-				s.cur.ForgetRedelivery(n)
-			default:
-				s.disp.Ack(n)
-			}
-			// Acks are reported before the deliveries they unblock.
-			c.b.emit(Event{Kind: EventAcked, Topic: t.full, Subscription: s.name, Consumer: cs.Name,
-				ConsumerID: cs.ID, Remote: cs.conn.remote, ID: t.eventID(n), Cumulative: cumulative})
+			s.applyAckLocked(cs, n, id, a.GetAckType() == pb.CommandAck_Cumulative)
 		}
 		s.dispatchLocked()
 	}
 	t.mu.Unlock()
-	if a.RequestId != nil {
+	switch {
+	case a.RequestId == nil:
+	case verdict == ackRefuse:
+		c.send(ackResponse(a, pb.ServerError_NotAllowedError, txnAckRefusal))
+	default:
 		c.send(ackResponse(a, 0, ""))
 	}
+}
+
+// applyAckLocked applies one message id of an ACK from cs to entry n.
+func (s *Subscription) applyAckLocked(cs *Consumer, n int64, id *pb.MessageIdData, cumulative bool) {
+	t := s.topic
+	e := t.log.get(n)
+	switch {
+	case cumulative:
+		if len(id.GetAckSet()) > 0 && e != nil && e.batched {
+			// Up to a batch index: the entries before are acknowledged;
+			// with batch-index acks on, the batch keeps its
+			// unacknowledged indexes, else it stays whole.
+			if n-1 > s.cur.MarkDelete() {
+				s.disp.AckCumulative(cs.dispID, n-1)
+			}
+			if t.b.cfg.batchIndexAck {
+				s.disp.AckBatchIndexes(n, int(e.messages), id.GetAckSet())
+			}
+			break
+		}
+		s.disp.AckCumulative(cs.dispID, n)
+	case len(id.GetAckSet()) > 0 && t.b.cfg.batchIndexAck && e != nil && e.batched:
+		s.disp.AckBatchIndexes(n, int(e.messages), id.GetAckSet())
+	case len(id.GetAckSet()) > 0:
+		// Batch-index acks off: Pulsar's cursor ignores a position
+		// with an ack set, while the subscription still drops the
+		// entry's redelivery counter.
+		s.cur.ForgetRedelivery(n)
+	default:
+		s.disp.Ack(n)
+	}
+	// Acks are reported before the deliveries they unblock.
+	t.b.emit(Event{Kind: EventAcked, Topic: t.full, Subscription: s.name, Consumer: cs.Name,
+		ConsumerID: cs.ID, Remote: cs.conn.remote, ID: t.eventID(n), Cumulative: cumulative})
 }
 
 func ackResponse(a *pb.CommandAck, code pb.ServerError, msg string) *pb.BaseCommand {

@@ -33,8 +33,14 @@
 //     lock are never held together, nor the broker's lock and a write
 //     buffer lock.
 //  5. the event queue's lock (eventQueue.mu), taken under a topic lock to
-//     number and queue an event, or alone. A Clock's own lock (ManualClock,
-//     OffsetClock) is read under a topic lock before it.
+//     number and queue an event, or alone; or the timer heap's lock
+//     (timers.mu), taken under a topic lock to register a subscription's
+//     timer, or alone. A Clock's own lock (ManualClock, OffsetClock) is read
+//     under a topic lock before them.
+//
+// RunTimers holds the timers' run lock (timers.run) while it runs what is
+// due, taking topic locks one at a time under it; it is never taken with a
+// topic lock held.
 //
 // Faults and holds have locks of their own, never taken under a topic lock:
 // a connection's hold queue lock (conn.holdMu), then a fault handle's lock

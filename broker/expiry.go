@@ -4,20 +4,16 @@ import (
 	"time"
 )
 
-// Message TTL, as Pulsar applies it: the MessageTTLSeconds policy, a topic's
-// over its namespace's over the broker's default; 0 means no TTL. A periodic
-// check (every 5 minutes by default, as Pulsar's
-// messageExpiryCheckIntervalInMinutes) moves each subscription's mark-delete
-// position past the entries whose publish time is older than the TTL by the
-// broker clock. RunExpiryCheck runs it at once.
-
-// minBacklogForExpiryCheck and expiryThreshold are Pulsar's constants: a
-// subscription with consumers and a small backlog is only expired once its
-// oldest entry is 1.5 TTLs old.
-const (
-	minBacklogForExpiryCheck = 1000
-	expiryThreshold          = 1.5
-)
+// Message TTL, as Pulsar 4.0.8 applies it: the MessageTTLSeconds policy, a
+// topic's over its namespace's over the broker's default, in whole seconds;
+// 0 means no TTL. A periodic check on the broker clock (every 5 minutes by
+// default, as Pulsar's messageExpiryCheckIntervalInMinutes; see timers.go)
+// finds, once per topic, the newest entry published more than the TTL ago,
+// and moves the mark-delete position of every subscription that is behind it
+// there (PersistentTopic.checkMessageExpiryWithSharedPosition). That check
+// knows no exception: the 1.5 × TTL grace that
+// PersistentSubscription.expireMessages gives a connected subscription with
+// a small backlog is not on this path. RunExpiryCheck runs a check at once.
 
 // WithExpiryCheckInterval sets how often the broker applies message TTL.
 // Default 5 minutes; 0 turns the periodic check off (RunExpiryCheck still
@@ -33,49 +29,51 @@ func (b *Broker) messageTTL(tn TopicName) time.Duration {
 }
 
 // RunExpiryCheck applies message TTL to every subscription of every topic
-// now, by the broker clock.
-func (b *Broker) RunExpiryCheck() {
+// now, by the broker clock, whenever the periodic check would next run.
+func (b *Broker) RunExpiryCheck() { b.expireAll(b.cfg.clock.Now()) }
+
+// expireAll runs an expiry check at the time given.
+func (b *Broker) expireAll(now time.Time) {
 	b.mu.Lock()
 	topics := make([]*Topic, 0, len(b.topics))
 	for _, t := range b.topics {
 		topics = append(topics, t)
 	}
 	b.mu.Unlock()
-	now := b.cfg.clock.Now()
 	for _, t := range topics {
-		if ttl := b.messageTTL(t.name); ttl > 0 && t.name.Persistent {
-			t.expire(now, ttl)
+		if !t.name.Persistent {
+			continue
+		}
+		if ttl := b.messageTTL(t.name) / time.Second; ttl > 0 {
+			t.expire(now, int64(ttl))
 		}
 	}
 }
 
 // expire moves each subscription's mark-delete position past the entries
-// older than ttl at now.
-func (t *Topic) expire(now time.Time, ttl time.Duration) {
+// published more than ttl seconds before now: up to the newest one, found
+// from the first entry any subscription still needs (publish times grow
+// along the log).
+func (t *Topic) expire(now time.Time, ttl int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	expired := func(n int64) bool {
-		e := t.log.get(n)
-		return e != nil && now.After(time.UnixMilli(int64(e.publishTime)).Add(ttl))
+	if len(t.subs) == 0 {
+		return
+	}
+	cutoff := now.UnixMilli() - ttl*1000
+	from := t.log.end()
+	for _, s := range t.subs {
+		from = min(from, s.cur.MarkDelete()+1)
+	}
+	last := from - 1
+	for n := max(from, t.log.base); n < t.log.end(); n++ {
+		if int64(t.log.get(n).publishTime) >= cutoff {
+			break
+		}
+		last = n
 	}
 	for _, s := range t.subs {
 		first := s.cur.MarkDelete() + 1
-		backlog := s.cur.Backlog(t.log.end())
-		if backlog == 0 {
-			continue
-		}
-		if len(s.consumers) > 0 && backlog < minBacklogForExpiryCheck {
-			e := t.log.get(first)
-			if e == nil || !now.After(time.UnixMilli(int64(e.publishTime)).Add(time.Duration(float64(ttl)*expiryThreshold))) {
-				continue
-			}
-		}
-		// Publish times grow along the log, so the expired entries are a
-		// prefix: find its last one.
-		last := first - 1
-		for n := first; n < t.log.end() && expired(n); n++ {
-			last = n
-		}
 		if last < first {
 			continue
 		}

@@ -37,7 +37,8 @@ type ConsumerSnapshot struct {
 	Unacked int
 	Blocked bool
 	// Active is set for the consumer of an Exclusive or Failover subscription
-	// that receives the messages.
+	// that receives the messages (on Failover, during the switch delay after
+	// a change, the one that will).
 	Active bool
 	// Pending lists the entries delivered to the consumer and not yet
 	// acknowledged, with their redelivery counts, in position order.

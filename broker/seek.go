@@ -1,15 +1,18 @@
 package broker
 
 import (
+	"github.com/pulsarsim/pulsarsim/dispatch"
 	"github.com/pulsarsim/pulsarsim/protocol"
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
 )
 
 // handleSeek resets the subscription's cursor to a message id or a publish
 // time. As Pulsar does, it first disconnects the subscription's consumers
-// (each gets CLOSE_CONSUMER and reconnects), then moves the cursor and answers
-// SUCCESS. Individually acknowledged entries after the target become
-// unacknowledged again.
+// (each gets CLOSE_CONSUMER and reconnects): all of them on Shared and
+// Key_Shared, only the active one on Exclusive and Failover, whose standbys
+// stay connected and idle until the next consumer joins. Then it moves the
+// cursor and answers SUCCESS. Individually acknowledged entries after the
+// target become unacknowledged again.
 func (c *conn) handleSeek(sk *pb.CommandSeek) {
 	reqID := sk.GetRequestId()
 	cs := c.consumer(sk.GetConsumerId())
@@ -31,7 +34,14 @@ func (c *conn) handleSeek(sk *pb.CommandSeek) {
 		target = t.firstAtOrAfterLocked(sk.GetMessagePublishTime())
 	}
 	s.resetting = true
-	closed := s.closeConsumersLocked(nil, nil)
+	var closed []*Consumer
+	if s.disp != nil && (s.typ == dispatch.Exclusive || s.typ == dispatch.Failover) {
+		if id, ok := s.disp.Active(); ok && s.consumers[id] != nil {
+			closed = s.closeConsumersLocked(nil, s.consumers[id])
+		}
+	} else {
+		closed = s.closeConsumersLocked(nil, nil)
+	}
 	s.resetting = false
 	if s.disp != nil {
 		s.disp.ResetTo(target)

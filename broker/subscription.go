@@ -29,8 +29,13 @@ type Subscription struct {
 	typ       dispatch.SubType
 	consumers map[uint64]*Consumer // by dispatcher id
 	nextID    uint64
-	active    uint64 // Failover: the consumer last told it is active
-	hasActive bool
+	// switches is the dispatcher's count of active-consumer switches that
+	// the consumers were last told about (Failover).
+	switches uint64
+	// timerAt is the dispatcher timer registered with the broker's timers,
+	// when timerSet.
+	timerAt  int64
+	timerSet bool
 
 	gate connGate // holds back deliveries to slow connections (writebuf.go)
 
@@ -167,6 +172,7 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 	}
 	if ks := sub.GetKeySharedMeta(); ks != nil {
 		spec.KeySharedMode = dispatch.KeySharedMode(ks.GetKeySharedMode())
+		spec.AllowOutOfOrder = ks.GetAllowOutOfOrderDelivery()
 		for _, r := range ks.GetHashRanges() {
 			spec.Ranges = append(spec.Ranges, dispatch.Range{Start: r.GetStart(), End: r.GetEnd()})
 		}
@@ -205,7 +211,8 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 	}
 	if len(s.consumers) > 0 && s.typ != typ {
 		t.mu.Unlock()
-		fail(pb.ServerError_ConsumerBusy, "Subscription is of different type")
+		fail(pb.ServerError_ConsumerBusy, fmt.Sprintf("Subscription is of different type. Active subscription "+
+			"type of '%s' is different than the connecting consumer's type '%s'.", s.typ, typ))
 		return
 	}
 	if msg, over := t.sameAddressConsumerLimitLocked(c); over {
@@ -224,23 +231,19 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 	if len(s.consumers) == 0 && (s.disp == nil || s.typ != typ) {
 		s.typ = typ
 		s.disp = dispatch.New(s.dispatcherOptions(typ), s.cur)
-		s.hasActive = false
+		s.switches = 0
 	}
 	s.nextID++
 	spec.ID = s.nextID
+	s.disp.SetTime(t.b.cfg.clock.Now().UnixMilli())
+	before, hadActive := s.disp.Active()
 	if err := s.disp.AddConsumer(spec); err != nil {
 		if len(s.consumers) == 0 && !s.durable {
 			delete(t.subs, s.name)
 		}
 		t.mu.Unlock()
-		switch {
-		case errors.Is(err, dispatch.ErrConsumerAssign):
-			fail(pb.ServerError_ConsumerAssignError, err.Error())
-		case typ == dispatch.Exclusive:
-			fail(pb.ServerError_ConsumerBusy, "Exclusive consumer is already connected")
-		default:
-			fail(pb.ServerError_ConsumerBusy, err.Error())
-		}
+		code, msg := addConsumerError(err, s.disp.Snapshot(), spec, typ)
+		fail(code, msg)
 		return
 	}
 	cons := &Consumer{
@@ -254,49 +257,97 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 	c.b.emit(Event{Kind: EventConsumerOpened, Topic: t.full, Subscription: s.name, Consumer: name, ConsumerID: cons.ID,
 		Remote: cons.conn.remote})
 	c.send(protocol.SuccessCommand(reqID))
-	s.notifyActiveLocked()
+	if after, ok := s.disp.Active(); typ == dispatch.Failover && ok && hadActive && after == before {
+		// The active consumer did not change: the newcomer alone is told
+		// which one it is (the others hear of a change after the delay).
+		s.tellActiveLocked(cons, after)
+	}
 	s.dispatchLocked()
 	t.mu.Unlock()
 }
 
-// notifyActiveLocked sends ACTIVE_CONSUMER_CHANGE to every consumer of a
-// Failover subscription when its active consumer changed.
-func (s *Subscription) notifyActiveLocked() {
-	if s.typ != dispatch.Failover {
+// addConsumerError maps a refusal of dispatch.AddConsumer to the error code
+// and message Pulsar 4.0.8 answers with. snap describes the subscription the
+// consumer tried to join.
+func addConsumerError(err error, snap dispatch.Snapshot, spec dispatch.ConsumerSpec, typ dispatch.SubType) (pb.ServerError, string) {
+	switch {
+	case errors.Is(err, dispatch.ErrConsumerAssign):
+		return pb.ServerError_ConsumerAssignError, err.Error()
+	case errors.Is(err, dispatch.ErrKeySharedModeMismatch):
+		return pb.ServerError_ConsumerBusy, fmt.Sprintf("Subscription is of different type. Active subscription "+
+			"key_shared mode of '%s' is different than the connecting consumer's key_shared mode '%s'.",
+			keySharedModeName(snap.KeySharedMode), keySharedModeName(spec.KeySharedMode))
+	case errors.Is(err, dispatch.ErrOutOfOrderMismatch) && snap.KeySharedAllowOutOfOrder:
+		return pb.ServerError_ConsumerBusy, "Subscription is of different type. Active subscription allows out " +
+			"of order delivery while the connecting consumer does not allow it."
+	case errors.Is(err, dispatch.ErrOutOfOrderMismatch):
+		return pb.ServerError_ConsumerBusy, "Subscription is of different type. Active subscription does not " +
+			"allow out of order delivery while the connecting consumer allows it."
+	case typ == dispatch.Exclusive:
+		return pb.ServerError_ConsumerBusy, "Exclusive consumer is already connected"
+	}
+	return pb.ServerError_ConsumerBusy, err.Error()
+}
+
+// keySharedModeName is a Key_Shared mode as Pulsar spells it.
+func keySharedModeName(m dispatch.KeySharedMode) string {
+	if m == dispatch.Sticky {
+		return "STICKY"
+	}
+	return "AUTO_SPLIT"
+}
+
+// announceActiveLocked tells every consumer of a Failover subscription which
+// one is active, once a new active consumer starts being served (after
+// activeConsumerFailoverDelayTimeMillis), as Pulsar's
+// notifyActiveConsumerChanged does.
+func (s *Subscription) announceActiveLocked() {
+	if s.typ != dispatch.Failover || s.disp.Switches() == s.switches {
 		return
 	}
+	s.switches = s.disp.Switches()
 	id, ok := s.disp.Active()
-	if !ok || (s.hasActive && id == s.active) {
+	if !ok {
 		return
 	}
-	s.active, s.hasActive = id, true
 	for _, cons := range s.consumers {
-		if cons.flowed {
-			s.tellActiveLocked(cons)
-		}
+		s.tellActiveLocked(cons, id)
 	}
 }
 
-// tellActiveLocked sends a Failover consumer ACTIVE_CONSUMER_CHANGE with its
-// current state. A consumer is told only once it has sent its first FLOW:
-// pulsar-client-go registers a consumer on its connection after SUBSCRIBE's
-// answer, and drops a change that comes earlier; Pulsar sends the change from
-// another thread, in practice after that point.
-func (s *Subscription) tellActiveLocked(cons *Consumer) {
-	cons.conn.send(protocol.Base(pb.BaseCommand_ACTIVE_CONSUMER_CHANGE, &pb.CommandActiveConsumerChange{
-		ConsumerId: proto.Uint64(cons.ID), IsActive: proto.Bool(cons.dispID == s.active),
-	}))
+// tellActiveLocked sends a Failover consumer ACTIVE_CONSUMER_CHANGE saying
+// whether it is the active one. A consumer that has not sent its first FLOW
+// yet is told then: pulsar-client-go registers a consumer on its connection
+// after SUBSCRIBE's answer, and drops a change that comes earlier; Pulsar
+// sends the change from another thread, in practice after that point.
+func (s *Subscription) tellActiveLocked(cons *Consumer, active uint64) {
+	cmd := protocol.Base(pb.BaseCommand_ACTIVE_CONSUMER_CHANGE, &pb.CommandActiveConsumerChange{
+		ConsumerId: proto.Uint64(cons.ID), IsActive: proto.Bool(cons.dispID == active),
+	})
+	if !cons.flowed {
+		cons.activeNote = cmd
+		return
+	}
+	cons.conn.send(cmd)
 }
 
 // dispatchLocked asks the dispatcher what to send now and sends it.
-func (s *Subscription) dispatchLocked() {
-	if s.disp == nil || len(s.consumers) == 0 {
+func (s *Subscription) dispatchLocked() { s.dispatchAtLocked(s.topic.b.cfg.clock.Now()) }
+
+// dispatchAtLocked gives the dispatcher the time (a timer passes its own),
+// tells the consumers about a completed Failover switch, sends what the
+// dispatcher decides, and registers its next timer.
+func (s *Subscription) dispatchAtLocked(now time.Time) {
+	if s.disp == nil {
 		return
 	}
 	t := s.topic
-	if s.typ == dispatch.Shared || s.typ == dispatch.KeyShared {
-		s.disp.SetTime(t.b.cfg.clock.Now().UnixMilli())
+	s.disp.SetTime(now.UnixMilli())
+	defer s.armTimerLocked()
+	if len(s.consumers) == 0 {
+		return
 	}
+	s.announceActiveLocked()
 	for _, d := range s.disp.DispatchGated(topicLog{t}, s.gate.reset(s)) {
 		cons := s.consumers[d.Consumer]
 		e := t.log.get(d.Entry)
@@ -352,17 +403,19 @@ func (s *Subscription) removeConsumerLocked(cons *Consumer, reason string) bool 
 		return false
 	}
 	delete(s.consumers, cons.dispID)
-	s.disp.RemoveConsumer(cons.dispID)
+	s.disp.SetTime(s.topic.b.cfg.clock.Now().UnixMilli())
+	if s.resetting {
+		// A seek leaves Failover standbys idle until the next change.
+		s.disp.RemoveForReset(cons.dispID)
+	} else {
+		s.disp.RemoveConsumer(cons.dispID)
+	}
 	s.topic.b.emit(Event{Kind: EventConsumerClosed, Topic: s.topic.full, Subscription: s.name,
 		Consumer: cons.Name, ConsumerID: cons.ID, Remote: cons.conn.remote, Reason: reason})
-	if len(s.consumers) == 0 {
-		s.hasActive = false
-		if !s.durable && !s.resetting {
-			delete(s.topic.subs, s.name)
-			return true
-		}
+	if len(s.consumers) == 0 && !s.durable && !s.resetting {
+		delete(s.topic.subs, s.name)
+		return true
 	}
-	s.notifyActiveLocked()
 	s.dispatchLocked()
 	return true
 }

@@ -6,11 +6,13 @@ import (
 	"github.com/pulsarsim/pulsarsim/broker"
 )
 
-// Advance moves the broker clock forward by d and runs the broker's timed
-// checks at once (message TTL expiry, release of due delayed messages), as if
-// d had passed. Client timers are
-// real and do not move. It fails the test when Start was given a clock of
-// its own.
+// Advance moves the broker clock forward by d, and the broker does what it
+// would have done while d passed, in time order: the message-TTL checks that
+// fell due (every 5 minutes, as Pulsar's), the release of delayed messages,
+// the end of a Failover switch delay. It does no more: a TTL that ran out
+// between two checks expires at the next one (RunExpiryCheck forces a check
+// now). Client timers are real and do not move. It fails the test when Start
+// was given a clock of its own.
 func (b *Broker) Advance(d time.Duration) {
 	b.tb.Helper()
 	if b.srv.Clock() != broker.Clock(b.clock) {

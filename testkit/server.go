@@ -29,11 +29,13 @@ func (b *Broker) DeliverEvents() { b.srv.DeliverEvents() }
 // Clock returns the broker clock.
 func (b *Broker) Clock() broker.Clock { return b.srv.Clock() }
 
-// RunTimers runs the broker's timed checks now: message TTL expiry and the
-// release of delayed messages that fall due by the broker clock.
+// RunTimers runs the broker's timers that the broker clock has reached (the
+// periodic message-TTL check, the release of delayed messages, the end of a
+// Failover switch delay); the broker runs them by itself as time passes.
 func (b *Broker) RunTimers() { b.srv.RunTimers() }
 
-// RunExpiryCheck runs the message-TTL expiry check now.
+// RunExpiryCheck runs a message-TTL expiry check now, by the broker clock,
+// whenever the periodic one is due.
 func (b *Broker) RunExpiryCheck() { b.srv.RunExpiryCheck() }
 
 // CreateTopic creates a non-partitioned topic.

@@ -304,7 +304,13 @@ func TestExpiryEventNamesTheRangeItCovered(t *testing.T) {
 	c.Close()
 	b.WaitBacklog(ctx, "aging", "s", 2)
 	b.SetTopicPolicies("aging", broker.Policies{MessageTTLSeconds: new(60)})
+	// The TTL ran out after a minute; the periodic check at 5 minutes
+	// expires the messages.
 	b.Advance(2 * time.Minute)
+	if got := b.Sub("aging", "s").Backlog; got != 2 {
+		t.Fatalf("backlog %d before the periodic check, want 2", got)
+	}
+	b.Advance(3 * time.Minute)
 	b.WaitBacklog(ctx, "aging", "s", 0)
 	var got []broker.Event
 	for _, e := range b.Events() {
