@@ -239,10 +239,10 @@ func highestBit(set []int64) int {
 // effectiveRead returns the read position that will serve the next read.
 // Without a consumer to read for (no active consumer on Exclusive and
 // Failover, no consumer on Shared and Key_Shared) the next consumer rewinds
-// the cursor, so every entry after the mark-delete position is not yet
-// dispatched.
+// the cursor, and so does the end of a Failover switch delay, so every entry
+// after the mark-delete position is not yet dispatched.
 func (c *subCheck) effectiveRead() int64 {
-	if (c.singleActive() && !c.st.HasActive) || len(c.st.Consumers) == 0 {
+	if (c.singleActive() && (!c.st.HasActive || c.st.Switching)) || len(c.st.Consumers) == 0 {
 		return c.st.MarkDelete + 1
 	}
 	return c.st.ReadPosition

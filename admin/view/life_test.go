@@ -143,7 +143,7 @@ func TestLifeShowsExpiryOfMessagesNoConsumerGot(t *testing.T) {
 	}
 	c.Close()
 	b.SetTopicPolicies("aging", broker.Policies{MessageTTLSeconds: new(60)})
-	b.Advance(2 * time.Minute)
+	b.Advance(5 * time.Minute) // to the periodic TTL check
 	b.WaitBacklog(ctx, "aging", "s", 0)
 	full := "persistent://public/default/aging"
 	got := map[int64]view.OutcomeKind{}
