@@ -131,6 +131,12 @@ func TestPublishedDelayedMessageWaitsForTheBrokerClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cons.Close()
+	// As in Pulsar, the dispatcher reads (and so sets delayed messages
+	// aside) only for a consumer with permits.
+	b.WaitFor(ctx, "the consumer's permits", func() bool {
+		s, ok := b.Subscription(topic, "s")
+		return ok && len(s.Consumers) == 1 && s.Consumers[0].Permits > 0
+	})
 	b.Publish(topic, broker.ProducerMessage{Payload: []byte("later"), DeliverAt: b.Clock().Now().Add(time.Hour)})
 	if ss := b.Stats(topic).Subscriptions["s"]; ss.MsgDelayed != 1 || ss.MsgOutCounter != 0 {
 		t.Fatalf("before its time: %d delayed, %d delivered; want 1 and 0", ss.MsgDelayed, ss.MsgOutCounter)
