@@ -349,3 +349,16 @@ func TestAdminLookupSchemaAndUnload(t *testing.T) {
 	}
 	wantStatus(t, a.Topics().Unload(topicName(t, "persistent://public/default/none")), http.StatusNotFound)
 }
+
+func TestWithHandlerServesBesideTheAPI(t *testing.T) {
+	b := broker.New()
+	extra := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("extra")) })
+	srv := httptest.NewServer(admin.New(b, admin.WithHandler("/extra/", extra)))
+	defer srv.Close()
+	if status, body := call(t, srv.URL, "GET", "/extra/page", ""); status != http.StatusOK || string(body) != "extra" {
+		t.Fatalf("mounted handler: %d %q", status, body)
+	}
+	if status, _ := call(t, srv.URL, "GET", "/admin/v2/tenants", ""); status != http.StatusOK {
+		t.Fatalf("the API beside it: %d", status)
+	}
+}
