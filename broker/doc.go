@@ -20,19 +20,20 @@
 //  2. a topic's lock (Topic.mu). All of the topic's state changes under it:
 //     its log, producers, subscriptions, cursors and dispatchers, and the
 //     consumers' counters. No goroutine ever holds two topic locks.
-//  3. a connection's state lock (conn.mu): its producer and consumer tables
-//     and handshake state. Taken under a topic lock (a SUBSCRIBE or PRODUCER
-//     registering its consumer or producer, stats reading the client
-//     version), under a handling lock (a fault resolving a consumer id), or
-//     alone.
-//  4. either a connection's write buffer lock (conn.wmu), taken to queue a
-//     frame, under a topic lock or alone; or the broker's lock (Broker.mu),
-//     which guards the topic table, partitioned-topic metadata, schemas,
-//     policies and the connection set, taken under a topic lock (schema
-//     registration) or alone. A connection's state lock and the broker's
-//     lock are never held together, nor the broker's lock and a write
-//     buffer lock.
-//  5. the event queue's lock (eventQueue.mu), taken under a topic lock to
+//  3. a connection's state lock (conn.mu): its producer and consumer tables,
+//     handshake and authentication state. Taken under a topic lock (a
+//     SUBSCRIBE or PRODUCER registering its consumer or producer, stats
+//     reading the client version), under a handling lock (a fault resolving
+//     a consumer id), or alone.
+//  4. the broker's lock (Broker.mu), which guards the topic table,
+//     partitioned-topic metadata, schemas, policies and the connection set.
+//     Taken under a topic lock (schema registration) or alone; never
+//     together with a connection's state lock.
+//  5. a connection's write buffer lock (conn.wmu), taken to queue a frame
+//     or arm the handshake timer: under a topic lock, under the broker's
+//     lock (a new connection's handshake timer, as it is accepted), or
+//     alone; never under a connection's state lock.
+//  6. the event queue's lock (eventQueue.mu), taken under a topic lock to
 //     number and queue an event, or alone; or the timer heap's lock
 //     (timers.mu), taken under a topic lock to register a subscription's
 //     timer, or alone. A Clock's own lock (ManualClock, OffsetClock) is read
@@ -40,7 +41,12 @@
 //
 // RunTimers holds the timers' run lock (timers.run) while it runs what is
 // due, taking topic locks one at a time under it; it is never taken with a
-// topic lock held.
+// topic lock held. Timer-driven events (a TTL expiry, delayed messages
+// delivered) may thus reach the hooks under it: a hook must not call
+// RunTimers.
+//
+// The security policies' lock (Broker.secmu) is a leaf: nothing is taken
+// under it.
 //
 // Faults and holds have locks of their own, never taken under a topic lock:
 // a connection's hold queue lock (conn.holdMu), then a fault handle's lock
@@ -49,12 +55,16 @@
 // fault registry's lock (faults.mu), never held with either. Each of them
 // may be taken under a handling lock.
 //
-// Nothing is ever written to a socket under a lock: each connection's writer
-// goroutine drains its write buffer. Events are queued under the lock of the
-// topic they concern and delivered to the OnEvent hooks when that lock is
+// No socket is written under any of these locks but a handling lock: each
+// connection's writer goroutine drains its write buffer, and the only direct
+// writes (the error that precedes closing a connection that failed its
+// handshake or went over a connection limit) hold at most the handling lock
+// of that connection. Events are queued under the lock of the topic they
+// concern and delivered to the OnEvent hooks when that lock is
 // released (topicLock.Unlock), so hooks run with no topic, connection-state,
 // broker or event lock held, at most under the handling lock of the
-// connection whose command caused them, and may call back into the broker.
+// connection whose command caused them (or the timers' run lock), and may
+// call back into the broker.
 //
 // # The exported API
 //
