@@ -29,28 +29,20 @@ type Producer struct {
 	epoch         uint64            // the topic epoch it holds it with
 }
 
+// handleProducer attaches a producer to a topic, creating the topic when
+// needed, and answers PRODUCER_SUCCESS (two of them for a WaitForExclusive
+// producer that has to wait), or ERROR with the code and message Pulsar
+// refuses that producer with.
 func (c *conn) handleProducer(p *pb.CommandProducer) {
 	reqID := p.GetRequestId()
-	tn, err := ParseTopicName(p.GetTopic())
-	if err != nil {
-		c.send(protocol.ErrorCommand(reqID, pb.ServerError_InvalidTopicName, err.Error()))
+	tn, refusal := c.checkProducer(p)
+	if refusal != nil {
+		c.send(refusal)
 		return
 	}
-	if !c.allowed(tn, auth.OpProduce) {
-		c.send(protocol.ErrorCommand(reqID, pb.ServerError_AuthorizationError, "Client is not authorized to Produce"))
-		return
-	}
-	c.mu.Lock()
-	if old := c.producers[p.GetProducerId()]; old != nil {
-		c.mu.Unlock()
+	if old := c.producer(p.GetProducerId()); old != nil {
 		// A repeated PRODUCER for a live id succeeds again, as in Pulsar.
 		c.send(c.producerSuccess(reqID, old))
-		return
-	}
-	c.mu.Unlock()
-	if c.b.partitions(tn) > 0 {
-		c.send(protocol.ErrorCommand(reqID, pb.ServerError_NotAllowedError,
-			fmt.Sprintf("Cannot produce to partitioned topic %s directly; produce to its partitions", tn)))
 		return
 	}
 	t, ok := c.b.getOrCreateTopic(tn, c.b.cfg.autoCreateTopics)
@@ -65,42 +57,53 @@ func (c *conn) handleProducer(p *pb.CommandProducer) {
 	prod := &Producer{ID: p.GetProducerId(), Name: name, topic: t, conn: c,
 		metadata: properties(p.GetMetadata()), since: time.Now()}
 	t.mu.Lock()
-	if refusal := t.producerLimitLocked(reqID); refusal != nil {
-		t.mu.Unlock()
+	fenced := t.attachProducerLocked(prod, p)
+	t.mu.Unlock()
+	for _, f := range fenced {
+		f.conn.forgetProducer(f)
+	}
+}
+
+// checkProducer applies the checks of a PRODUCER that need no topic: its
+// topic name, the client's permission and partitioned topics. It returns
+// the refusal to send, or nil.
+func (c *conn) checkProducer(p *pb.CommandProducer) (TopicName, *pb.BaseCommand) {
+	reqID := p.GetRequestId()
+	tn, err := ParseTopicName(p.GetTopic())
+	switch {
+	case err != nil:
+		return tn, protocol.ErrorCommand(reqID, pb.ServerError_InvalidTopicName, err.Error())
+	case !c.allowed(tn, auth.OpProduce):
+		return tn, protocol.ErrorCommand(reqID, pb.ServerError_AuthorizationError, "Client is not authorized to Produce")
+	case c.b.partitions(tn) > 0:
+		return tn, protocol.ErrorCommand(reqID, pb.ServerError_NotAllowedError,
+			fmt.Sprintf("Cannot produce to partitioned topic %s directly; produce to its partitions", tn))
+	}
+	return tn, nil
+}
+
+// producer returns the connection's producer with this id, or nil.
+func (c *conn) producer(id uint64) *Producer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.producers[id]
+}
+
+// attachProducerLocked applies the topic's checks and its access mode to a
+// new producer and answers its PRODUCER: refused, queued for the topic
+// (WaitForExclusive), or attached. It returns the producers the new one
+// fenced, for the caller to forget once the topic lock is released.
+func (t *Topic) attachProducerLocked(prod *Producer, p *pb.CommandProducer) (fenced []*Producer) {
+	c, reqID := prod.conn, p.GetRequestId()
+	if refusal := t.checkProducerLocked(prod, p); refusal != nil {
 		c.send(refusal)
-		return
+		return nil
 	}
-	if sub := p.GetInitialSubscriptionName(); sub != "" && t.subs[sub] == nil {
-		if msg, over := t.subscriptionLimitLocked(); over {
-			t.mu.Unlock()
-			c.send(protocol.ErrorCommand(reqID, pb.ServerError_NotAllowedError, msg))
-			return
-		}
-	}
-	if t.terminated {
-		t.mu.Unlock()
-		c.send(protocol.ErrorCommand(reqID, pb.ServerError_TopicTerminatedError, "Topic was already terminated"))
-		return
-	}
-	if refusal := t.sameAddressProducerLimitLocked(c, reqID); refusal != nil {
-		t.mu.Unlock()
-		c.send(refusal)
-		return
-	}
-	for other := range t.producers {
-		if other.Name == name {
-			t.mu.Unlock()
-			c.send(protocol.ErrorCommand(reqID, pb.ServerError_ProducerBusy,
-				fmt.Sprintf("Producer with name '%s' is already connected to topic", name)))
-			return
-		}
-	}
-	prod.schemaVersion = c.b.schemaVersion(tn, p.Schema)
+	prod.schemaVersion = c.b.schemaVersion(t.name, p.Schema)
 	ok, queued, refusal, fenced := t.admitProducerLocked(prod, p)
 	if refusal != nil {
-		t.mu.Unlock()
 		c.send(refusal)
-		return
+		return nil
 	}
 	if sub := p.GetInitialSubscriptionName(); sub != "" {
 		t.ensureSubscriptionLocked(sub)
@@ -108,24 +111,47 @@ func (c *conn) handleProducer(p *pb.CommandProducer) {
 	c.mu.Lock()
 	c.producers[prod.ID] = prod
 	c.mu.Unlock()
-	if queued {
+	switch {
+	case queued:
 		// Not ready yet: the client waits for a second PRODUCER_SUCCESS.
 		ready := c.producerSuccess(reqID, prod)
 		ready.ProducerSuccess.ProducerReady = proto.Bool(false)
 		ready.ProducerSuccess.TopicEpoch = nil
 		c.send(ready)
-		t.mu.Unlock()
-		return
-	}
-	if ok {
+	case ok:
 		t.producers[prod] = struct{}{}
-		c.b.emit(Event{Kind: EventProducerOpened, Topic: t.full, Producer: name})
+		c.b.emit(Event{Kind: EventProducerOpened, Topic: t.full, Producer: prod.Name})
 		c.send(c.producerSuccess(reqID, prod))
 	}
-	t.mu.Unlock()
-	for _, f := range fenced {
-		f.conn.forgetProducer(f)
+	return fenced
+}
+
+// checkProducerLocked applies the topic's checks to a new producer: the
+// producer limits, the subscription limit for its initial subscription, a
+// terminated topic, and a producer of the same name already attached.
+func (t *Topic) checkProducerLocked(prod *Producer, p *pb.CommandProducer) *pb.BaseCommand {
+	reqID := p.GetRequestId()
+	if refusal := t.producerLimitLocked(reqID); refusal != nil {
+		return refusal
 	}
+	if sub := p.GetInitialSubscriptionName(); sub != "" && t.subs[sub] == nil {
+		if msg, over := t.subscriptionLimitLocked(); over {
+			return protocol.ErrorCommand(reqID, pb.ServerError_NotAllowedError, msg)
+		}
+	}
+	if t.terminated {
+		return protocol.ErrorCommand(reqID, pb.ServerError_TopicTerminatedError, "Topic was already terminated")
+	}
+	if refusal := t.sameAddressProducerLimitLocked(prod.conn, reqID); refusal != nil {
+		return refusal
+	}
+	for other := range t.producers {
+		if other.Name == prod.Name {
+			return protocol.ErrorCommand(reqID, pb.ServerError_ProducerBusy,
+				fmt.Sprintf("Producer with name '%s' is already connected to topic", prod.Name))
+		}
+	}
+	return nil
 }
 
 func (c *conn) producerSuccess(reqID uint64, p *Producer) *pb.BaseCommand {

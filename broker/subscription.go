@@ -124,36 +124,24 @@ func (t *Topic) startPosition(sub *pb.CommandSubscribe) int64 {
 	return latest
 }
 
+// refusal is the error a request is refused with: its code and message.
+type refusal struct {
+	code pb.ServerError
+	msg  string
+}
+
+// handleSubscribe attaches a consumer to a subscription, creating the
+// topic and the subscription when needed, and answers SUCCESS, or ERROR with
+// the code and message Pulsar refuses that subscription with.
 func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 	reqID := sub.GetRequestId()
-	fail := func(code pb.ServerError, msg string) {
-		c.send(protocol.ErrorCommand(reqID, code, msg))
-	}
-	tn, err := ParseTopicName(sub.GetTopic())
-	if err != nil {
-		fail(pb.ServerError_InvalidTopicName, err.Error())
+	refuse := func(r *refusal) { c.send(protocol.ErrorCommand(reqID, r.code, r.msg)) }
+	tn, r := c.checkSubscribe(sub)
+	if r != nil {
+		refuse(r)
 		return
 	}
-	if !c.allowed(tn, auth.OpConsume) {
-		fail(pb.ServerError_AuthorizationError, "Client is not authorized to subscribe")
-		return
-	}
-	if sub.GetSubscription() == "" {
-		fail(pb.ServerError_ProducerBusy, "Empty subscription name")
-		return
-	}
-	if c.b.partitions(tn) > 0 {
-		fail(pb.ServerError_NotAllowedError, fmt.Sprintf("Cannot subscribe to partitioned topic %s directly; subscribe to its partitions", tn))
-		return
-	}
-	if sub.GetReadCompacted() && (sub.GetSubType() == pb.CommandSubscribe_Shared || sub.GetSubType() == pb.CommandSubscribe_Key_Shared) {
-		fail(pb.ServerError_NotAllowedError, "readCompacted only allowed on failover or exclusive subscriptions")
-		return
-	}
-	c.mu.Lock()
-	_, dup := c.consumers[sub.GetConsumerId()]
-	c.mu.Unlock()
-	if dup {
+	if c.consumer(sub.GetConsumerId()) != nil {
 		// The same consumer subscribing again on a live connection: Pulsar
 		// answers success for an already-created consumer.
 		c.send(protocol.SuccessCommand(reqID))
@@ -161,12 +149,92 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 	}
 	t, ok := c.b.getOrCreateTopic(tn, c.b.cfg.autoCreateTopics && sub.GetForceTopicCreation())
 	if !ok {
-		fail(pb.ServerError_TopicNotFound, "Topic does not exist")
+		refuse(&refusal{pb.ServerError_TopicNotFound, "Topic does not exist"})
 		return
 	}
 	typ := dispatch.SubType(sub.GetSubType())
-	name := sub.GetConsumerName()
-	spec := dispatch.ConsumerSpec{Name: name, Priority: sub.GetPriorityLevel(), Epoch: -1}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, r := t.subscriptionForLocked(c, sub, typ)
+	if r == nil {
+		r = s.attachConsumerLocked(c, sub, typ)
+	}
+	if r != nil {
+		refuse(r)
+	}
+}
+
+// checkSubscribe applies the checks of a SUBSCRIBE that need no topic: its
+// topic name, the client's permission, the subscription name, partitioned
+// topics and read-compacted subscriptions.
+func (c *conn) checkSubscribe(sub *pb.CommandSubscribe) (TopicName, *refusal) {
+	tn, err := ParseTopicName(sub.GetTopic())
+	switch {
+	case err != nil:
+		return tn, &refusal{pb.ServerError_InvalidTopicName, err.Error()}
+	case !c.allowed(tn, auth.OpConsume):
+		return tn, &refusal{pb.ServerError_AuthorizationError, "Client is not authorized to subscribe"}
+	case sub.GetSubscription() == "":
+		return tn, &refusal{pb.ServerError_ProducerBusy, "Empty subscription name"}
+	case c.b.partitions(tn) > 0:
+		return tn, &refusal{pb.ServerError_NotAllowedError,
+			fmt.Sprintf("Cannot subscribe to partitioned topic %s directly; subscribe to its partitions", tn)}
+	case sub.GetReadCompacted() &&
+		(sub.GetSubType() == pb.CommandSubscribe_Shared || sub.GetSubType() == pb.CommandSubscribe_Key_Shared):
+		return tn, &refusal{pb.ServerError_NotAllowedError, "readCompacted only allowed on failover or exclusive subscriptions"}
+	}
+	return tn, nil
+}
+
+// subscriptionForLocked returns the subscription a SUBSCRIBE joins, creating
+// it (at its start position) when there is none, after the topic's checks:
+// not deleted, under its consumer and subscription limits, the same
+// durability and, while it has consumers, the same type.
+func (t *Topic) subscriptionForLocked(c *conn, sub *pb.CommandSubscribe, typ dispatch.SubType) (*Subscription, *refusal) {
+	if t.deleted {
+		return nil, &refusal{pb.ServerError_TopicNotFound, "Topic was deleted"}
+	}
+	if msg, over := t.consumerLimitLocked(); over {
+		return nil, &refusal{pb.ServerError_ConsumerBusy, msg}
+	}
+	s := t.subs[sub.GetSubscription()]
+	switch {
+	case s == nil:
+		if msg, over := t.subscriptionLimitLocked(); over {
+			return nil, &refusal{pb.ServerError_NotAllowedError, msg}
+		}
+		s = t.newSubscriptionLocked(sub.GetSubscription(), sub.GetDurable(), t.startPosition(sub))
+	case s.durable && !sub.GetDurable():
+		return nil, &refusal{pb.ServerError_NotAllowedError, "Durable subscription with the same name already exists."}
+	case !s.durable && sub.GetDurable():
+		return nil, &refusal{pb.ServerError_NotAllowedError, "NonDurable subscription with the same name already exists."}
+	}
+	if len(s.consumers) > 0 && s.typ != typ {
+		return nil, &refusal{pb.ServerError_ConsumerBusy, fmt.Sprintf("Subscription is of different type. Active "+
+			"subscription type of '%s' is different than the connecting consumer's type '%s'.", s.typ, typ)}
+	}
+	if msg, over := t.sameAddressConsumerLimitLocked(c); over {
+		s.dropIfUnusedLocked()
+		return nil, &refusal{pb.ServerError_ConsumerBusy, msg}
+	}
+	if s.consumerLimitReachedLocked(typ == dispatch.Exclusive) {
+		return nil, &refusal{pb.ServerError_ConsumerBusy, "Subscription reached max consumers limit"}
+	}
+	return s, nil
+}
+
+// dropIfUnusedLocked removes a non-durable subscription that has no
+// consumer, as after a refused first SUBSCRIBE.
+func (s *Subscription) dropIfUnusedLocked() {
+	if len(s.consumers) == 0 && !s.durable {
+		delete(s.topic.subs, s.name)
+	}
+}
+
+// consumerSpec is what the dispatcher needs to know of a SUBSCRIBE's
+// consumer.
+func consumerSpec(sub *pb.CommandSubscribe) dispatch.ConsumerSpec {
+	spec := dispatch.ConsumerSpec{Name: sub.GetConsumerName(), Priority: sub.GetPriorityLevel(), Epoch: -1}
 	if sub.ConsumerEpoch != nil {
 		spec.Epoch = int64(sub.GetConsumerEpoch())
 	}
@@ -177,93 +245,49 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 			spec.Ranges = append(spec.Ranges, dispatch.Range{Start: r.GetStart(), End: r.GetEnd()})
 		}
 	}
+	return spec
+}
 
-	t.mu.Lock()
-	if t.deleted {
-		t.mu.Unlock()
-		fail(pb.ServerError_TopicNotFound, "Topic was deleted")
-		return
-	}
-	if msg, over := t.consumerLimitLocked(); over {
-		t.mu.Unlock()
-		fail(pb.ServerError_ConsumerBusy, msg)
-		return
-	}
-	s := t.subs[sub.GetSubscription()]
-	if s == nil {
-		if msg, over := t.subscriptionLimitLocked(); over {
-			t.mu.Unlock()
-			fail(pb.ServerError_NotAllowedError, msg)
-			return
-		}
-	}
-	switch {
-	case s == nil:
-		s = t.newSubscriptionLocked(sub.GetSubscription(), sub.GetDurable(), t.startPosition(sub))
-	case s.durable && !sub.GetDurable():
-		t.mu.Unlock()
-		fail(pb.ServerError_NotAllowedError, "Durable subscription with the same name already exists.")
-		return
-	case !s.durable && sub.GetDurable():
-		t.mu.Unlock()
-		fail(pb.ServerError_NotAllowedError, "NonDurable subscription with the same name already exists.")
-		return
-	}
-	if len(s.consumers) > 0 && s.typ != typ {
-		t.mu.Unlock()
-		fail(pb.ServerError_ConsumerBusy, fmt.Sprintf("Subscription is of different type. Active subscription "+
-			"type of '%s' is different than the connecting consumer's type '%s'.", s.typ, typ))
-		return
-	}
-	if msg, over := t.sameAddressConsumerLimitLocked(c); over {
-		if len(s.consumers) == 0 && !s.durable {
-			delete(t.subs, s.name)
-		}
-		t.mu.Unlock()
-		fail(pb.ServerError_ConsumerBusy, msg)
-		return
-	}
-	if s.consumerLimitReachedLocked(typ == dispatch.Exclusive) {
-		t.mu.Unlock()
-		fail(pb.ServerError_ConsumerBusy, "Subscription reached max consumers limit")
-		return
-	}
+// attachConsumerLocked attaches SUBSCRIBE's consumer to the subscription
+// and to its connection, answers SUCCESS and dispatches. A subscription
+// without consumers takes the type of its new consumer. The dispatcher may
+// refuse the consumer (a second Exclusive consumer, overlapping or
+// mismatched Key_Shared settings).
+func (s *Subscription) attachConsumerLocked(c *conn, sub *pb.CommandSubscribe, typ dispatch.SubType) *refusal {
+	t := s.topic
 	if len(s.consumers) == 0 && (s.disp == nil || s.typ != typ) {
 		s.typ = typ
 		s.disp = dispatch.New(s.dispatcherOptions(typ), s.cur)
 		s.switches = 0
 	}
+	spec := consumerSpec(sub)
 	s.nextID++
 	spec.ID = s.nextID
 	s.disp.SetTime(t.b.cfg.clock.Now().UnixMilli())
 	before, hadActive := s.disp.Active()
 	if err := s.disp.AddConsumer(spec); err != nil {
-		if len(s.consumers) == 0 && !s.durable {
-			delete(t.subs, s.name)
-		}
-		t.mu.Unlock()
+		s.dropIfUnusedLocked()
 		code, msg := addConsumerError(err, s.disp.Snapshot(), spec, typ)
-		fail(code, msg)
-		return
+		return &refusal{code, msg}
 	}
 	cons := &Consumer{
-		ID: sub.GetConsumerId(), Name: name, conn: c, sub: s, dispID: spec.ID,
+		ID: sub.GetConsumerId(), Name: spec.Name, conn: c, sub: s, dispID: spec.ID,
 		priority: sub.GetPriorityLevel(), metadata: properties(sub.GetMetadata()), since: time.Now(),
 	}
 	s.consumers[spec.ID] = cons
 	c.mu.Lock()
 	c.consumers[cons.ID] = cons
 	c.mu.Unlock()
-	c.b.emit(Event{Kind: EventConsumerOpened, Topic: t.full, Subscription: s.name, Consumer: name, ConsumerID: cons.ID,
-		Remote: cons.conn.remote})
-	c.send(protocol.SuccessCommand(reqID))
+	c.b.emit(Event{Kind: EventConsumerOpened, Topic: t.full, Subscription: s.name, Consumer: cons.Name,
+		ConsumerID: cons.ID, Remote: c.remote})
+	c.send(protocol.SuccessCommand(sub.GetRequestId()))
 	if after, ok := s.disp.Active(); typ == dispatch.Failover && ok && hadActive && after == before {
 		// The active consumer did not change: the newcomer alone is told
 		// which one it is (the others hear of a change after the delay).
 		s.tellActiveLocked(cons, after)
 	}
 	s.dispatchLocked()
-	t.mu.Unlock()
+	return nil
 }
 
 // addConsumerError maps a refusal of dispatch.AddConsumer to the error code
