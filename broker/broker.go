@@ -32,6 +32,8 @@ type Broker struct {
 	closed        bool
 
 	wg sync.WaitGroup
+	// acceptErr is the error that made a listener stop accepting (under mu).
+	acceptErr error
 
 	faults faults
 	timers timers
@@ -89,18 +91,22 @@ func (b *Broker) Listen(addr string) error {
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		b.acceptLoop(ln)
+		_ = b.acceptLoop(ln) // a failure is logged, and Close returns it
 	}()
 	return nil
 }
 
 // Serve accepts connections on ln until the broker is closed. It returns
-// ErrClosed after Close.
+// ErrClosed after Close, or the listener's error when accepting fails for
+// good (temporary failures are retried). The broker keeps serving the
+// connections it has.
 func (b *Broker) Serve(ln net.Listener) error {
 	if err := b.attach(ln); err != nil {
 		return err
 	}
-	b.acceptLoop(ln)
+	if err := b.acceptLoop(ln); err != nil {
+		return err
+	}
 	return ErrClosed
 }
 
@@ -141,18 +147,46 @@ func (b *Broker) every(interval time.Duration, fn func()) {
 	}()
 }
 
-func (b *Broker) acceptLoop(ln net.Listener) {
+// acceptLoop accepts connections on ln until the broker closes (it returns
+// nil) or accepting fails for good (it logs the error and returns it). A
+// temporary failure, such as running out of file descriptors, is retried
+// after a pause that doubles from 5 ms up to 1 s, as net/http's Server does.
+func (b *Broker) acceptLoop(ln net.Listener) error {
+	var pause time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
-			return
+			select {
+			case <-b.done:
+				return nil
+			default:
+			}
+			if te, ok := err.(interface{ Temporary() bool }); !ok || !te.Temporary() {
+				b.cfg.logger.Error("broker: accepting connections failed; no new connection will be served",
+					"addr", ln.Addr().String(), "err", err)
+				b.mu.Lock()
+				if b.acceptErr == nil {
+					b.acceptErr = fmt.Errorf("broker: accepting on %s: %w", ln.Addr(), err)
+				}
+				b.mu.Unlock()
+				return err
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			b.cfg.logger.Warn("broker: accept failed; retrying", "err", err, "in", pause)
+			select {
+			case <-b.done:
+				return nil
+			case <-time.After(pause):
+			}
+			continue
 		}
+		pause = 0
 		c := newConn(b, nc)
 		b.mu.Lock()
 		if b.closed {
 			b.mu.Unlock()
 			nc.Close()
-			return
+			return nil
 		}
 		if msg := b.admitConnLocked(nc, c.ip); msg != "" {
 			b.wg.Add(1)
@@ -187,13 +221,15 @@ func (b *Broker) URL() string {
 }
 
 // Close stops the listener, closes every connection and waits until all of
-// the broker's goroutines have returned.
+// the broker's goroutines have returned. It returns the error that made a
+// listener stop accepting connections before, if one did.
 func (b *Broker) Close() error {
 	b.mu.Lock()
 	if b.closed {
+		err := b.acceptErr
 		b.mu.Unlock()
 		b.wg.Wait()
-		return nil
+		return err
 	}
 	b.closed = true
 	close(b.done)
@@ -213,7 +249,9 @@ func (b *Broker) Close() error {
 		c.close()
 	}
 	b.wg.Wait()
-	return nil
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.acceptErr
 }
 
 func (b *Broker) removeConn(c *conn) {

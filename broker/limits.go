@@ -198,7 +198,9 @@ func (b *Broker) admitConnLocked(nc net.Conn, ip string) string {
 func (b *Broker) refuseConn(nc net.Conn, msg string) {
 	defer b.wg.Done()
 	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(time.Second))
+	if err := nc.SetDeadline(time.Now().Add(time.Second)); err != nil {
+		return // closed already: nothing to tell
+	}
 	if _, err := nc.Write(protocol.AppendCommand(nil,
 		protocol.ErrorCommand(minusOne, pb.ServerError_NotAllowedError, msg))); err != nil {
 		return
@@ -206,8 +208,9 @@ func (b *Broker) refuseConn(nc net.Conn, msg string) {
 	// Half-close and drain what the client sent (its CONNECT), so that the
 	// close does not reset the connection before the client reads the error.
 	if tc, ok := nc.(interface{ CloseWrite() error }); ok {
-		tc.CloseWrite()
-		io.Copy(io.Discard, nc)
+		// Best effort: the connection is closed next whatever happens.
+		_ = tc.CloseWrite()
+		_, _ = io.Copy(io.Discard, nc)
 	}
 }
 

@@ -59,7 +59,7 @@ func (b *Broker) ListenTLS(addr string, cfg *tls.Config) error {
 	b.mu.Unlock()
 	go func() {
 		defer b.wg.Done()
-		b.acceptLoop(tls.NewListener(ln, cfg))
+		_ = b.acceptLoop(tls.NewListener(ln, cfg)) // a failure is logged, and Close returns it
 	}()
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"compress/zlib"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/snappy"
@@ -108,7 +109,11 @@ func entryMessages(md *pb.MessageMetadata, body []byte, id MessageID) ([]Message
 	return out, nil
 }
 
-var zstdDecoder, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+// zstdDecoder returns the decoder of ZSTD payloads, built on first use. An
+// error building it is returned by every ZSTD decompression.
+var zstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
+	return zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+})
 
 // decompress undoes the producer's compression of a payload.
 func decompress(codec pb.CompressionType, b []byte, size int) ([]byte, error) {
@@ -130,7 +135,11 @@ func decompress(codec pb.CompressionType, b []byte, size int) ([]byte, error) {
 		defer r.Close()
 		return io.ReadAll(r)
 	case pb.CompressionType_ZSTD:
-		return zstdDecoder.DecodeAll(b, make([]byte, 0, size))
+		d, err := zstdDecoder()
+		if err != nil {
+			return nil, fmt.Errorf("zstd: %w", err)
+		}
+		return d.DecodeAll(b, make([]byte, 0, size))
 	case pb.CompressionType_SNAPPY:
 		return snappy.Decode(make([]byte, size), b)
 	}

@@ -91,7 +91,9 @@ func Start(tb testing.TB, opts ...Option) *Broker {
 		if tb.Failed() {
 			tk.reportFailure()
 		}
-		b.Close()
+		if err := b.Close(); err != nil {
+			tb.Errorf("pulsarsim: %v", err)
+		}
 		if tb.Failed() {
 			tb.Logf("pulsarsim: what the broker saw (busiest messages first):\n%s", tk.Timelines(10))
 		}
