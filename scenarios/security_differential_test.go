@@ -2,12 +2,15 @@ package scenarios_test
 
 import (
 	"bufio"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"math/rand"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +22,6 @@ import (
 	"github.com/pulsarsim/pulsarsim/broker"
 	"github.com/pulsarsim/pulsarsim/protocol"
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
-	"github.com/pulsarsim/pulsarsim/testkit"
 )
 
 // The security comparison speaks the wire protocol by hand: the codes and
@@ -33,6 +35,9 @@ type secureCase struct {
 	method   string // auth_method_name, "" for none
 	data     func(k secureKeys) string
 	requests []secureRequest
+	// tls connects to the pulsar+ssl listener, with the suite's client
+	// certificate (CN admin) when cert is set.
+	tls, cert bool
 }
 
 type secureRequest struct {
@@ -55,22 +60,27 @@ var allRequests = []secureRequest{{kind: pb.BaseCommand_PARTITIONED_METADATA}, {
 	{kind: pb.BaseCommand_PRODUCER}, {kind: pb.BaseCommand_SUBSCRIBE}}
 
 var secureCases = []secureCase{
-	{"no token: the anonymous role, without permission", "", nil, allRequests},
+	{"no token: the anonymous role, without permission", "", nil, allRequests, false, false},
 	{"bad signature", "token", func(secureKeys) string {
 		tok, _ := auth.SignToken(map[string]any{"sub": "admin"}, []byte("a key the broker does not have"))
 		return tok
-	}, allRequests},
+	}, allRequests, false, false},
 	{"expired token", "token", func(k secureKeys) string {
 		return k.token(map[string]any{"sub": "admin", "exp": time.Now().Add(-time.Minute).Unix()})
-	}, allRequests},
-	{"token without sub", "token", func(k secureKeys) string { return k.token(map[string]any{"name": "admin"}) }, nil},
-	{"role without permission", "token", func(k secureKeys) string { return k.token(map[string]any{"sub": "nobody"}) }, allRequests},
-	{"super-user", "token", func(k secureKeys) string { return k.token(map[string]any{"sub": "admin"}) }, allRequests},
+	}, allRequests, false, false},
+	{"token without sub", "token", func(k secureKeys) string { return k.token(map[string]any{"name": "admin"}) }, nil, false, false},
+	{"role without permission", "token", func(k secureKeys) string { return k.token(map[string]any{"sub": "nobody"}) }, allRequests, false, false},
+	{"super-user", "token", func(k secureKeys) string { return k.token(map[string]any{"sub": "admin"}) }, allRequests, false, false},
 	{"unknown listener", "token", func(k secureKeys) string { return k.token(map[string]any{"sub": "admin"}) },
-		[]secureRequest{{kind: pb.BaseCommand_LOOKUP, listener: "nope"}, {kind: pb.BaseCommand_LOOKUP, listener: "internal"}}},
-	{"basic, right password", "basic", func(secureKeys) string { return "admin:123456" }, nil},
-	{"basic, wrong password", "basic", func(secureKeys) string { return "admin:654321" }, nil},
-	{"unknown method", "kerberos", func(secureKeys) string { return "x" }, []secureRequest{{kind: pb.BaseCommand_PRODUCER}}},
+		[]secureRequest{{kind: pb.BaseCommand_LOOKUP, listener: "nope"}, {kind: pb.BaseCommand_LOOKUP, listener: "internal"}}, false, false},
+	{"basic, right password", "basic", func(secureKeys) string { return "admin:123456" }, nil, false, false},
+	{"basic, wrong password", "basic", func(secureKeys) string { return "admin:654321" }, nil, false, false},
+	{"unknown method", "kerberos", func(secureKeys) string { return "x" }, []secureRequest{{kind: pb.BaseCommand_PRODUCER}}, false, false},
+	{"TLS, client certificate of a super-user", "tls", func(secureKeys) string { return "" }, allRequests, true, true},
+	{"TLS, tls method without a certificate", "tls", func(secureKeys) string { return "" }, nil, true, false},
+	{"TLS, no credentials", "", nil, allRequests, true, false},
+	{"TLS, token of a role without permission", "token", func(k secureKeys) string { return k.token(map[string]any{"sub": "nobody"}) },
+		allRequests, true, true},
 }
 
 // TestSecurityErrorsMatchPulsar runs each case on pulsarsim and on a real
@@ -95,17 +105,33 @@ func TestSecurityErrorsMatchPulsar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim := testkit.Start(t, testkit.WithBroker(
+	sim := broker.New(
 		broker.WithAuthentication(&auth.Authenticator{Token: &auth.TokenVerifier{Secret: secret}, Basic: users, TLS: true, AnonymousRole: "anonymous"}),
 		broker.WithAuthorization("localhost", "superUser", "admin"),
 		broker.WithAdvertisedListeners(map[string]broker.AdvertisedListener{"internal": {URL: "pulsar://127.0.0.1:1"}}),
-	))
+	)
+	t.Cleanup(func() { sim.Close() })
+	if err := sim.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.ListenTLS("127.0.0.1:0", suiteServerTLS(t, it)); err != nil {
+		t.Fatal(err)
+	}
+	realTLS := os.Getenv("PULSAR_SECURE_TLS_URL")
+	if realTLS == "" {
+		realTLS = "pulsar+ssl://localhost:" + nextPort(t, url)
+	}
 	keys := secureKeys{secret: secret}
 	topic := fmt.Sprintf("persistent://pulsar/system/security-diff-%d", rand.Int63())
 	for _, c := range secureCases {
 		t.Run(c.name, func(t *testing.T) {
-			real := runSecureCase(t, strings.TrimPrefix(url, "pulsar://"), c, keys, topic)
-			got := runSecureCase(t, strings.TrimPrefix(sim.URL(), "pulsar://"), c, keys, topic)
+			realAddr, simAddr := strings.TrimPrefix(url, "pulsar://"), strings.TrimPrefix(sim.URL(), "pulsar://")
+			if c.tls {
+				_, port, _ := net.SplitHostPort(strings.TrimPrefix(sim.TLSURL(), "pulsar+ssl://"))
+				realAddr, simAddr = strings.TrimPrefix(realTLS, "pulsar+ssl://"), "localhost:"+port
+			}
+			real := runSecureCase(t, realAddr, c, keys, topic, it)
+			got := runSecureCase(t, simAddr, c, keys, topic, it)
 			if diff := cmp.Diff(real, got); diff != "" {
 				t.Fatalf("pulsarsim differs from Pulsar (-real +pulsarsim):\n%s", diff)
 			}
@@ -124,9 +150,15 @@ func suiteDir(t *testing.T) string {
 	return filepath.Join(strings.TrimSpace(string(out)), "integration-tests")
 }
 
-func runSecureCase(t *testing.T, addr string, c secureCase, keys secureKeys, topic string) []string {
+func runSecureCase(t *testing.T, addr string, c secureCase, keys secureKeys, topic, it string) []string {
 	t.Helper()
-	nc, err := net.Dial("tcp", addr)
+	var nc net.Conn
+	var err error
+	if c.tls {
+		nc, err = tls.Dial("tcp", addr, suiteClientTLS(t, it, c.cert))
+	} else {
+		nc, err = net.Dial("tcp", addr)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,4 +250,54 @@ func describe(cmd *pb.BaseCommand) string {
 		return "SUCCESS"
 	}
 	return cmd.GetType().String()
+}
+
+// suiteServerTLS is the broker side of the suite's certificates: its broker
+// certificate (for localhost), client certificates verified against its CA.
+func suiteServerTLS(t *testing.T, it string) *tls.Config {
+	pair, err := tls.LoadX509KeyPair(filepath.Join(it, "certs", "broker-cert.pem"), filepath.Join(it, "certs", "broker-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: suiteCA(t, it), ClientAuth: tls.VerifyClientCertIfGiven}
+}
+
+// suiteClientTLS trusts the suite's CA, checks the host name, and presents
+// the suite's client certificate (CN admin) when cert is set.
+func suiteClientTLS(t *testing.T, it string, cert bool) *tls.Config {
+	cfg := &tls.Config{RootCAs: suiteCA(t, it), ServerName: "localhost"}
+	if cert {
+		pair, err := tls.LoadX509KeyPair(filepath.Join(it, "certs", "client-cert.pem"), filepath.Join(it, "certs", "client-key.pem"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg
+}
+
+func suiteCA(t *testing.T, it string) *x509.CertPool {
+	pem, err := os.ReadFile(filepath.Join(it, "certs", "cacert.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatal("no certificate in the suite's cacert.pem")
+	}
+	return pool
+}
+
+// nextPort is the port after url's: where scripts/real-pulsar --security
+// puts the TLS listener by default.
+func nextPort(t *testing.T, url string) string {
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(url, "pulsar://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strconv.Itoa(n + 1)
 }
