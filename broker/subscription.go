@@ -104,24 +104,30 @@ func (s *Subscription) dispatcherOptions(typ dispatch.SubType) dispatch.Options 
 func (t *Topic) startPosition(sub *pb.CommandSubscribe) int64 {
 	latest := t.log.end() - 1
 	earliest := t.log.base - 1
-	if !sub.GetDurable() {
-		id := sub.GetStartMessageId()
-		switch {
-		case id == nil:
-			return latest
-		case int64(id.GetLedgerId()) < 0 || id.GetLedgerId() < t.ledger:
-			return earliest
-		case id.GetLedgerId() > t.ledger || id.GetEntryId() > math.MaxInt64/2:
-			return latest
-		}
-		// Delivery starts at the given entry, inclusive: the client drops the
-		// start message itself when it asked for an exclusive start.
-		return max(int64(id.GetEntryId())-1, earliest)
-	}
+	initial := latest
 	if sub.GetInitialPosition() == pb.CommandSubscribe_Earliest {
-		return earliest
+		initial = earliest
 	}
-	return latest
+	if sub.GetDurable() {
+		return initial
+	}
+	id := sub.GetStartMessageId()
+	switch {
+	case id == nil:
+		return latest
+	case int64(id.GetLedgerId()) < 0 || id.GetLedgerId() < t.ledger:
+		return earliest
+	case id.GetLedgerId() > t.ledger || id.GetEntryId() > math.MaxInt64/2:
+		return initial
+	}
+	// Delivery starts at the given entry, inclusive: the client drops the
+	// start message itself when it asked for an exclusive start. A start
+	// beyond the last entry falls back to the initial position, as Pulsar's
+	// non-durable cursor does.
+	if pos := int64(id.GetEntryId()) - 1; pos <= latest {
+		return max(pos, earliest)
+	}
+	return initial
 }
 
 // refusal is the error a request is refused with: its code and message.
