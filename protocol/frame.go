@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -46,17 +47,40 @@ func ReadFrame(r io.Reader, buf []byte, maxFrame int) ([]byte, error) {
 	if size < 4 {
 		return nil, fmt.Errorf("%w: total size %d", ErrMalformed, size)
 	}
-	if cap(buf) < int(size) {
-		buf = make([]byte, size)
-	}
-	buf = buf[:size]
-	if _, err := io.ReadFull(r, buf); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+	if cap(buf) >= int(size) {
+		buf = buf[:size]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, unexpectedEOF(err)
 		}
-		return nil, err
+		return buf, nil
+	}
+	// The size comes from the peer: grow the buffer as the bytes arrive,
+	// doubling from readChunk, rather than allocate it whole up front, so
+	// that a peer announcing a 5 MB frame and sending nothing costs a chunk.
+	buf = buf[:0]
+	for len(buf) < int(size) {
+		n := min(int(size)-len(buf), max(readChunk, len(buf)))
+		buf = slices.Grow(buf, n)
+		got, err := io.ReadFull(r, buf[len(buf):len(buf)+n])
+		buf = buf[:len(buf)+got]
+		if err != nil {
+			return nil, unexpectedEOF(err)
+		}
 	}
 	return buf, nil
+}
+
+// readChunk is the first allocation for a frame larger than the buffer
+// given to ReadFrame.
+const readChunk = 64 << 10
+
+// unexpectedEOF turns io.EOF in the middle of a frame into
+// io.ErrUnexpectedEOF.
+func unexpectedEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // Frame is one decoded frame: its command and, for SEND and MESSAGE, the
