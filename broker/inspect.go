@@ -1,6 +1,9 @@
 package broker
 
-import "sort"
+import (
+	"math/bits"
+	"sort"
+)
 
 // SubscriptionSnapshot is a plain-value copy of one subscription's state,
 // comparable with go-cmp. Positions are entry ids on the topic's ledger; an
@@ -147,10 +150,14 @@ func (s *Subscription) snapshotLocked() SubscriptionSnapshot {
 		if en := t.log.get(e); en != nil {
 			size = en.messages
 		}
+		// Walk the set's bits, not the batch size the producer claimed.
 		var left []int32
-		for i := int32(0); i < size; i++ {
-			if int(i/64) < len(set) && set[i/64]&(1<<(i%64)) != 0 {
-				left = append(left, i)
+		for w, word := range set {
+			for ; word != 0; word &= word - 1 {
+				i := int64(w)*64 + int64(bits.TrailingZeros64(uint64(word)))
+				if i < int64(size) {
+					left = append(left, int32(i))
+				}
 			}
 		}
 		snap.PartlyAcked[e] = left

@@ -34,14 +34,15 @@ type Message struct {
 	SchemaVersion []byte
 }
 
-// openEntry parses a stored entry's metadata and decompresses its body.
-func openEntry(data []byte) (*pb.MessageMetadata, []byte, error) {
+// openEntry parses a stored entry's metadata and decompresses its body, of
+// at most limit bytes.
+func openEntry(data []byte, limit int) (*pb.MessageMetadata, []byte, error) {
 	pl, err := protocol.ParsePayload(data)
 	if err != nil {
 		return nil, nil, err
 	}
 	md := pl.Metadata
-	body, err := decompress(md.GetCompression(), pl.Body, int(md.GetUncompressedSize()))
+	body, err := decompress(md.GetCompression(), pl.Body, int(md.GetUncompressedSize()), limit)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -49,9 +50,9 @@ func openEntry(data []byte) (*pb.MessageMetadata, []byte, error) {
 }
 
 // decodeEntry expands a stored entry into its messages, decompressing the
-// payload as needed.
-func decodeEntry(data []byte, id MessageID) ([]Message, error) {
-	md, body, err := openEntry(data)
+// payload as needed; limit bounds the size of a decompressed payload.
+func decodeEntry(data []byte, id MessageID, limit int) ([]Message, error) {
+	md, body, err := openEntry(data, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -110,40 +111,61 @@ func entryMessages(md *pb.MessageMetadata, body []byte, id MessageID) ([]Message
 }
 
 // zstdDecoder returns the decoder of ZSTD payloads, built on first use. An
-// error building it is returned by every ZSTD decompression.
+// error building it is returned by every ZSTD decompression. Its memory
+// bound backs the size check of decompress.
 var zstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
-	return zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	return zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(256<<20))
 })
 
-// decompress undoes the producer's compression of a payload.
-func decompress(codec pb.CompressionType, b []byte, size int) ([]byte, error) {
-	switch codec {
-	case pb.CompressionType_NONE:
+// decompress undoes the producer's compression of a payload whose metadata
+// claims size bytes once uncompressed. Both come from the producer: like
+// Pulsar's Java consumer, it takes a claimed size beyond limit (the
+// broker's maxMessageSize) for a corrupt message instead of allocating it,
+// and it never produces more than the claimed size.
+func decompress(codec pb.CompressionType, b []byte, size, limit int) ([]byte, error) {
+	if codec == pb.CompressionType_NONE {
 		return b, nil
-	case pb.CompressionType_LZ4:
-		out := make([]byte, size)
-		n, err := lz4.UncompressBlock(b, out)
-		if err != nil {
-			return nil, fmt.Errorf("lz4: %w", err)
-		}
-		return out[:n], nil
-	case pb.CompressionType_ZLIB:
-		r, err := zlib.NewReader(bytes.NewReader(b))
-		if err != nil {
-			return nil, fmt.Errorf("zlib: %w", err)
-		}
-		defer r.Close()
-		return io.ReadAll(r)
-	case pb.CompressionType_ZSTD:
-		d, err := zstdDecoder()
-		if err != nil {
-			return nil, fmt.Errorf("zstd: %w", err)
-		}
-		return d.DecodeAll(b, make([]byte, 0, size))
-	case pb.CompressionType_SNAPPY:
-		return snappy.Decode(make([]byte, size), b)
 	}
-	return nil, fmt.Errorf("unknown compression %v", codec)
+	if size < 0 || size > limit {
+		return nil, fmt.Errorf("uncompressed size %d beyond the maximum message size %d", size, limit)
+	}
+	var out []byte
+	var err error
+	switch codec {
+	case pb.CompressionType_LZ4:
+		out = make([]byte, size)
+		var n int
+		n, err = lz4.UncompressBlock(b, out)
+		out = out[:max(n, 0)]
+	case pb.CompressionType_ZLIB:
+		var r io.ReadCloser
+		if r, err = zlib.NewReader(bytes.NewReader(b)); err == nil {
+			out, err = io.ReadAll(io.LimitReader(r, int64(size)+1))
+			r.Close()
+		}
+	case pb.CompressionType_ZSTD:
+		var d *zstd.Decoder
+		if d, err = zstdDecoder(); err == nil {
+			out, err = d.DecodeAll(b, make([]byte, 0, size))
+		}
+	case pb.CompressionType_SNAPPY:
+		var n int
+		if n, err = snappy.DecodedLen(b); err == nil {
+			if n > size {
+				return nil, fmt.Errorf("snappy: %d bytes, more than the %d claimed", n, size)
+			}
+			out, err = snappy.Decode(make([]byte, n), b)
+		}
+	default:
+		return nil, fmt.Errorf("unknown compression %v", codec)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", codec, err)
+	}
+	if len(out) > size {
+		return nil, fmt.Errorf("%v: more than the %d bytes claimed", codec, size)
+	}
+	return out, nil
 }
 
 // Messages returns the stored messages of a topic, oldest first, with batches
@@ -171,7 +193,7 @@ func (b *Broker) Messages(topic string) ([]Message, error) {
 	t.mu.Unlock()
 	var out []Message
 	for _, e := range entries {
-		ms, err := decodeEntry(e.data, e.id)
+		ms, err := decodeEntry(e.data, e.id, b.cfg.maxMessageSize)
 		if err != nil {
 			return out, fmt.Errorf("entry %d:%d: %w", e.id.Ledger, e.id.Entry, err)
 		}
@@ -223,7 +245,7 @@ func (b *Broker) Entry(topic string, id MessageID) (Entry, error) {
 	if data == nil {
 		return Entry{}, ErrMessageNotFound
 	}
-	md, body, err := openEntry(data)
+	md, body, err := openEntry(data, b.cfg.maxMessageSize)
 	if err != nil {
 		return Entry{}, fmt.Errorf("entry %d:%d: %w", id.Ledger, id.Entry, err)
 	}
