@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -45,11 +47,21 @@ func TestViewPagesOfTheOrdersScenario(t *testing.T) {
 	base := b.ViewURL()
 	topicURL := base + "topic?name=" + url.QueryEscape(ordersFull)
 
-	t.Run("the index lists both topics", func(t *testing.T) {
+	t.Run("the index lists both topics, with links that work", func(t *testing.T) {
 		code, body := get(t, base)
 		for _, want := range []string{`data-topic="persistent://public/default/orders"`, `data-topic="persistent://public/default/orders-dlq"`} {
 			if code != 200 || !strings.Contains(body, want) {
 				t.Fatalf("%d, body lacks %s:\n%s", code, want, body)
+			}
+		}
+		links := regexp.MustCompile(`href="(topic\?[^"]+)"`).FindAllStringSubmatch(body, -1)
+		if len(links) < 2 {
+			t.Fatalf("%d topic links", len(links))
+		}
+		for _, l := range links {
+			u := base + html.UnescapeString(l[1])
+			if code, page := get(t, u); code != 200 || !strings.Contains(page, `<h2 id="messages">`) {
+				t.Errorf("GET %s: %d", u, code)
 			}
 		}
 	})
@@ -60,6 +72,12 @@ func TestViewPagesOfTheOrdersScenario(t *testing.T) {
 		}
 		if want := `data-entry="` + idText(ids["poison"]) + `" data-copy-topic="persistent://public/default/orders-dlq"`; !strings.Contains(body, want) {
 			t.Fatalf("no copy row %s", want)
+		}
+		for _, l := range regexp.MustCompile(`href="(message\?[^"]+)"`).FindAllStringSubmatch(body, -1) {
+			u := base + html.UnescapeString(l[1])
+			if code, page := get(t, u); code != 200 || !strings.Contains(page, `<svg class="life"`) {
+				t.Errorf("GET %s: %d", u, code)
+			}
 		}
 	})
 	t.Run("a refresh gets the main part only", func(t *testing.T) {
