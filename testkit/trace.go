@@ -29,7 +29,7 @@ func (b *Broker) Timeline(topic string, id broker.MessageID) string {
 		return err.Error()
 	}
 	k := view.Key{Topic: tn.String(), Ledger: id.Ledger, Entry: id.Entry}
-	l := view.LifeOf(b.Events(), k)
+	l := view.LifeOf(b.Events(), b.srv, k)
 	if l == nil {
 		return fmt.Sprintf("message %d:%d on %s\n  (no event)\n", k.Ledger, k.Entry, k.Topic)
 	}
@@ -39,7 +39,7 @@ func (b *Broker) Timeline(topic string, id broker.MessageID) string {
 // Timelines draws the timeline of every message in the trace, at most max
 // of them (the ones with the most events first), or all when max <= 0.
 func (b *Broker) Timelines(max int) string {
-	all := view.Lives(b.Events(), nil)
+	all := view.Lives(b.Events(), b.srv, nil)
 	var sb strings.Builder
 	for _, l := range view.Busiest(all, max) {
 		sb.WriteString(l.String())

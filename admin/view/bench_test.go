@@ -127,7 +127,7 @@ func BenchmarkLives10k(b *testing.B) {
 	events := tk.Events()
 	runtime.GC() // the fixture's garbage is not the benchmark's
 	for b.Loop() {
-		view.Lives(events, func(k view.Key) bool { return k.Topic == bigFull })
+		view.Lives(events, nil, func(k view.Key) bool { return k.Topic == bigFull })
 	}
 	b.ReportMetric(float64(len(events)), "events")
 }

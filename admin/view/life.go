@@ -56,8 +56,10 @@ type Mark struct {
 	Cumulative bool
 	// Producer published the message or its copy.
 	Producer string
-	// Copy is where a dead-letter or retry-letter copy went.
-	Copy Key
+	// Copy is where a dead-letter or retry-letter copy went, and CopyIndex
+	// its index in a batch (-1 when the copy is an entry of its own).
+	Copy      Key
+	CopyIndex int32
 	// Target is the entry a seek moved the subscription to.
 	Target int64
 	// Reason is the broker's word for a close: "client", "disconnect" or
@@ -87,11 +89,20 @@ func (m Mark) Sentence() string {
 	case MarkSeek:
 		return fmt.Sprintf("%s reset by a seek to entry %d: to be delivered again", m.Subscription, m.Target)
 	case MarkDeadLetter:
-		return fmt.Sprintf("moved to the dead-letter topic %s by %s (copy %d:%d)", m.Copy.Topic, m.Producer, m.Copy.Ledger, m.Copy.Entry)
+		return fmt.Sprintf("moved to the dead-letter topic %s by %s (copy %s)", m.Copy.Topic, m.Producer, m.CopyID())
 	case MarkRetryLetter:
-		return fmt.Sprintf("copied to the retry topic %s by %s (copy %d:%d)", m.Copy.Topic, m.Producer, m.Copy.Ledger, m.Copy.Entry)
+		return fmt.Sprintf("copied to the retry topic %s by %s (copy %s)", m.Copy.Topic, m.Producer, m.CopyID())
 	}
 	return string(m.Kind)
+}
+
+// CopyID formats the id of a copy: "ledger:entry", and the batch index
+// after a "#" when the copy is in a batch.
+func (m Mark) CopyID() string {
+	if m.CopyIndex >= 0 {
+		return fmt.Sprintf("%d:%d #%d", m.Copy.Ledger, m.Copy.Entry, m.CopyIndex)
+	}
+	return fmt.Sprintf("%d:%d", m.Copy.Ledger, m.Copy.Entry)
 }
 
 // Life is what happened to one message (one entry) as the broker saw it.
@@ -190,10 +201,18 @@ func (l *Life) String() string {
 	return sb.String()
 }
 
+// Store gives the messages of a stored entry; *broker.Broker is one.
+type Store interface {
+	Entry(topic string, id broker.MessageID) (broker.Entry, error)
+}
+
 // Lives reads the messages' lives from events, for the entries want accepts
-// (every entry when want is nil), in the order they first appear.
-func Lives(events []broker.Event, want func(Key) bool) []*Life {
-	b := &builder{want: want, lives: map[Key]*Life{}, held: map[holder]map[Key]*Delivery{},
+// (every entry when want is nil), in the order they first appear. A publish
+// event carries the properties of a batch's first message only: with a
+// store (nil for none), the copies a dead-letter or retry policy produced in
+// a batch are read from the stored entry, so that each finds its origin.
+func Lives(events []broker.Event, store Store, want func(Key) bool) []*Life {
+	b := &builder{want: want, store: store, lives: map[Key]*Life{}, held: map[holder]map[Key]*Delivery{},
 		touched: map[subKey][]*Life{}}
 	for i := range events {
 		b.add(&events[i])
@@ -253,9 +272,9 @@ func (l *Life) copySource(c Mark) string {
 }
 
 // LifeOf returns the life of one entry, or nil when the events never
-// mention it.
-func LifeOf(events []broker.Event, k Key) *Life {
-	ls := Lives(events, func(o Key) bool { return o == k })
+// mention it. store is as for Lives.
+func LifeOf(events []broker.Event, store Store, k Key) *Life {
+	ls := Lives(events, store, func(o Key) bool { return o == k })
 	if len(ls) == 0 {
 		return nil
 	}
@@ -290,6 +309,7 @@ type subKey struct{ topic, sub string }
 // builder follows events and keeps, per consumer, the deliveries it holds.
 type builder struct {
 	want    func(Key) bool
+	store   Store
 	lives   map[Key]*Life
 	order   []*Life
 	held    map[holder]map[Key]*Delivery
@@ -392,16 +412,22 @@ func (b *builder) published(e *broker.Event) {
 		l.Published = markOf(e, MarkPublished)
 		l.Marks = append(l.Marks, l.Published)
 	}
-	origin, kind, ok := originOf(e)
-	if !ok || !b.wanted(origin) {
-		return
+	copies, batched := copiesIn(e, b.store)
+	for i, props := range copies {
+		origin, kind, ok := originOf(props)
+		if !ok || !b.wanted(origin) {
+			continue
+		}
+		l := b.life(origin)
+		m := markOf(e, kind)
+		m.Copy, m.CopyIndex = keyOf(e.Topic, e.ID), -1
+		if batched {
+			m.CopyIndex = int32(i)
+		}
+		m.Subscription = props["REAL_SUBSCRIPTION"]
+		l.Copies = append(l.Copies, m)
+		l.Marks = append(l.Marks, m)
 	}
-	l := b.life(origin)
-	m := markOf(e, kind)
-	m.Copy = keyOf(e.Topic, e.ID)
-	m.Subscription = e.Properties["REAL_SUBSCRIPTION"]
-	l.Copies = append(l.Copies, m)
-	l.Marks = append(l.Marks, m)
 }
 
 func (b *builder) delivered(e *broker.Event) {
@@ -533,12 +559,31 @@ func (b *builder) expired(e *broker.Event) {
 	}
 }
 
+// copiesIn returns the properties of the messages a publish stored when its
+// first message is a copy (it names an origin): the event's own for an entry
+// of one message, and with a store each message's for a batch (a client's
+// dead-letter producer batches its copies).
+func copiesIn(e *broker.Event, store Store) (props []map[string]string, batched bool) {
+	if _, _, ok := originOf(e.Properties); !ok {
+		return nil, false
+	}
+	if store != nil {
+		if ent, err := store.Entry(e.Topic, e.ID); err == nil && ent.BatchSize > 0 {
+			for _, m := range ent.Messages {
+				props = append(props, m.Properties)
+			}
+			return props, true
+		}
+	}
+	return []map[string]string{e.Properties}, false
+}
+
 // originOf returns the entry a dead-letter or retry-letter copy came from,
 // read from its REAL_TOPIC and ORIGIN_MESSAGE_ID properties. Clients write
 // the id as "ledger:entry:partition[:batch]" (Go, Java, Rust) or
 // "(ledger,entry,partition,batch)" (C++).
-func originOf(e *broker.Event) (Key, MarkKind, bool) {
-	origin, real := e.Properties["ORIGIN_MESSAGE_ID"], e.Properties["REAL_TOPIC"]
+func originOf(props map[string]string) (Key, MarkKind, bool) {
+	origin, real := props["ORIGIN_MESSAGE_ID"], props["REAL_TOPIC"]
 	if origin == "" || real == "" {
 		return Key{}, "", false
 	}
@@ -552,7 +597,7 @@ func originOf(e *broker.Event) (Key, MarkKind, bool) {
 		return Key{}, "", false
 	}
 	kind := MarkDeadLetter
-	if _, ok := e.Properties["RECONSUMETIMES"]; ok {
+	if _, ok := props["RECONSUMETIMES"]; ok {
 		kind = MarkRetryLetter
 	}
 	if tn, err := broker.ParseTopicName(real); err == nil {

@@ -2,6 +2,8 @@ package view_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -64,7 +66,7 @@ func TestLivesOfTheOrdersScenario(t *testing.T) {
 	events := b.Events()
 
 	t.Run("the poison message's deliveries, requests and dead-letter copy", func(t *testing.T) {
-		l := view.LifeOf(events, keyOf(ordersFull, ids["poison"]))
+		l := view.LifeOf(events, nil, keyOf(ordersFull, ids["poison"]))
 		if diff := cmp.Diff(deliveriesOf(events, workers, ids["poison"]), lanesOf(l, workers)); diff != "" {
 			t.Errorf("lanes on %s (-broker events +life):\n%s", workers, diff)
 		}
@@ -94,7 +96,7 @@ func TestLivesOfTheOrdersScenario(t *testing.T) {
 	})
 
 	t.Run("a crash sends the message back with its count unchanged", func(t *testing.T) {
-		l := view.LifeOf(events, keyOf(ordersFull, ids["crash-once"]))
+		l := view.LifeOf(events, nil, keyOf(ordersFull, ids["crash-once"]))
 		if diff := cmp.Diff([]view.MarkKind{view.MarkCrashed, view.MarkAcked}, ends(l, workers)); diff != "" {
 			t.Errorf("ends on %s (-want +got):\n%s", workers, diff)
 		}
@@ -108,7 +110,7 @@ func TestLivesOfTheOrdersScenario(t *testing.T) {
 	})
 
 	t.Run("a nack then an ack", func(t *testing.T) {
-		l := view.LifeOf(events, keyOf(ordersFull, ids["retry-once"]))
+		l := view.LifeOf(events, nil, keyOf(ordersFull, ids["retry-once"]))
 		if diff := cmp.Diff([]view.MarkKind{view.MarkAsked, view.MarkAcked}, ends(l, workers)); diff != "" {
 			t.Errorf("ends on %s (-want +got):\n%s", workers, diff)
 		}
@@ -118,7 +120,7 @@ func TestLivesOfTheOrdersScenario(t *testing.T) {
 	})
 
 	t.Run("the text timeline and testkit's agree", func(t *testing.T) {
-		l := view.LifeOf(events, keyOf(ordersFull, ids["poison"]))
+		l := view.LifeOf(events, storeOf{b}, keyOf(ordersFull, ids["poison"]))
 		if got, want := b.Timeline(ordersTopic, ids["poison"]), l.String(); got != want {
 			t.Errorf("testkit timeline:\n%s\nview life:\n%s", got, want)
 		}
@@ -147,7 +149,7 @@ func TestLifeShowsExpiryOfMessagesNoConsumerGot(t *testing.T) {
 	b.WaitBacklog(ctx, "aging", "s", 0)
 	full := "persistent://public/default/aging"
 	got := map[int64]view.OutcomeKind{}
-	for _, l := range view.Lives(b.Events(), func(k view.Key) bool { return k.Topic == full }) {
+	for _, l := range view.Lives(b.Events(), nil, func(k view.Key) bool { return k.Topic == full }) {
 		got[l.Entry] = outcome(l, "s")
 	}
 	want := map[int64]view.OutcomeKind{ids[0].Entry: view.OutcomeAcked, ids[1].Entry: view.OutcomeExpired,
@@ -182,7 +184,7 @@ func TestLifeAfterASeekShowsTheSecondRound(t *testing.T) {
 	k := keyOf("persistent://public/default/again", ids[0])
 	var l *view.Life
 	b.WaitFor(ctx, "the delivery after the seek", func() bool {
-		l = view.LifeOf(b.Events(), k)
+		l = view.LifeOf(b.Events(), nil, k)
 		n, _ := l.Deliveries()
 		return n == 2
 	})
@@ -219,7 +221,7 @@ func TestCumulativeAckSettlesEveryEntryTheConsumerHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.WaitBacklog(ctx, "upto", "s", 0)
-	for _, l := range view.Lives(b.Events(), func(k view.Key) bool { return k.Topic == "persistent://public/default/upto" }) {
+	for _, l := range view.Lives(b.Events(), nil, func(k view.Key) bool { return k.Topic == "persistent://public/default/upto" }) {
 		if got := outcome(l, "s"); got != view.OutcomeAcked {
 			t.Errorf("entry %d: %s, want acked by the cumulative ack", l.Entry, got)
 		}
@@ -274,8 +276,56 @@ func TestAConsumerOfTheSameNameClosingElsewhereDoesNotEndTheHold(t *testing.T) {
 		s, _ := b.Subscription("twins", "s")
 		return len(s.Consumers) == 1
 	})
-	l := view.LifeOf(b.Events(), keyOf("persistent://public/default/twins", ids[0]))
+	l := view.LifeOf(b.Events(), nil, keyOf("persistent://public/default/twins", ids[0]))
 	if got := outcome(l, "s"); got != view.OutcomeHeld {
 		t.Fatalf("outcome %s, want held: the consumer that closed did not hold the message\n%s", got, l)
+	}
+}
+
+// storeOf gives the view a test broker's stored entries.
+type storeOf struct{ b *testkit.Broker }
+
+func (s storeOf) Entry(topic string, id broker.MessageID) (broker.Entry, error) {
+	return s.b.Entry(topic, id), nil
+}
+
+func TestEachCopyInABatchFindsItsOrigin(t *testing.T) {
+	b := testkit.Start(t)
+	ctx := ctxFor(t)
+	ids := produce(ctx, t, b, "src", "a", "b", "c")
+	// A dead-letter producer as a client runs one: batching, each copy
+	// naming its origin.
+	p, err := b.Client().CreateProducer(pulsar.ProducerOptions{Topic: "src-dlq", BatchingMaxMessages: 3,
+		BatchingMaxPublishDelay: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, id := range ids {
+		p.SendAsync(ctx, &pulsar.ProducerMessage{Payload: []byte("copy"), Properties: map[string]string{
+			"REAL_TOPIC": "persistent://public/default/src", "ORIGIN_MESSAGE_ID": fmt.Sprintf("%d:%d:-1", id.Ledger, id.Entry)}}, nil)
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	dead := b.Messages("src-dlq")
+	if len(dead) != 3 || dead[0].BatchSize != 3 {
+		t.Fatalf("the copies are %+v, want one batch of 3", dead)
+	}
+	src := func(k view.Key) bool { return k.Topic == "persistent://public/default/src" }
+	for _, l := range view.Lives(b.Events(), storeOf{b}, src) {
+		i := slices.IndexFunc(ids, func(id broker.MessageID) bool { return id.Entry == l.Entry })
+		if len(l.Copies) != 1 || l.Copies[0].Copy != keyOf("persistent://public/default/src-dlq", dead[i].ID) ||
+			l.Copies[0].CopyIndex != dead[i].ID.BatchIndex {
+			t.Errorf("entry %d: copies %+v, want the copy at %+v", l.Entry, l.Copies, dead[i].ID)
+		}
+	}
+	// Without the store, the events tell the first copy's origin only.
+	n := 0
+	for _, l := range view.Lives(b.Events(), nil, src) {
+		n += len(l.Copies)
+	}
+	if n != 1 {
+		t.Errorf("%d copies found from the events alone, want 1", n)
 	}
 }

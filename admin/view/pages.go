@@ -139,13 +139,16 @@ func topicStates(b *broker.Broker, names []string, copies map[string]int) []Topi
 }
 
 // copiesPerTopic counts, per original topic, the dead-letter and retry-letter
-// copies among the events.
-func copiesPerTopic(events []broker.Event) map[string]int {
+// copies among the events (read from store for the batched ones).
+func copiesPerTopic(events []broker.Event, store Store) map[string]int {
 	out := map[string]int{}
 	for i := range events {
 		if e := &events[i]; e.Kind == broker.EventPublished && e.Properties != nil {
-			if k, _, ok := originOf(e); ok {
-				out[k.Topic]++
+			copies, _ := copiesIn(e, store)
+			for _, props := range copies {
+				if k, _, ok := originOf(props); ok {
+					out[k.Topic]++
+				}
 			}
 		}
 	}
@@ -160,12 +163,16 @@ type indexPage struct {
 func (v *Handler) index(w http.ResponseWriter, r *http.Request) {
 	render(w, r, "index", indexPage{
 		common: v.common("pulsarsim", ""),
-		Topics: topicStates(v.b, nil, copiesPerTopic(v.events())),
+		Topics: topicStates(v.b, nil, copiesPerTopic(v.events(), v.b)),
 	})
 }
 
-// pageSize is the number of messages a topic page lists at once.
-const pageSize = 50
+// pageSize is the number of messages a topic page lists at once, and
+// copiedShown the number of its latest dead-lettered messages it shows.
+const (
+	pageSize    = 50
+	copiedShown = 20
+)
 
 // msgRow is one message in a topic's list.
 type msgRow struct {
@@ -179,8 +186,10 @@ type topicPage struct {
 	State TopicState
 	// Lives counts the topic's messages the history holds.
 	Lives int
-	// Copied lists the messages with dead-letter or retry-letter copies.
-	Copied []*Life
+	// Copied lists the latest messages with dead-letter or retry-letter
+	// copies, at most copiedShown of them; CopiedAll counts them all.
+	Copied    []*Life
+	CopiedAll int
 	Rows   []msgRow
 	// Sort and Filter are the list's order and filter; Matching counts the
 	// messages the filter keeps; From is the index of the first row shown.
@@ -211,7 +220,7 @@ func (v *Handler) topic(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no topic "+full, http.StatusNotFound)
 		return
 	}
-	lives := Lives(events, func(k Key) bool { return k.Topic == full })
+	lives := Lives(events, v.b, func(k Key) bool { return k.Topic == full })
 	p := topicPage{common: v.common(shortTopic(full), full), State: states[0], Lives: len(lives),
 		Sort: pick(r.URL.Query().Get("sort"), sorts), Filter: pick(r.URL.Query().Get("filter"), filters),
 		Sorts: sorts, Filters: filters}
@@ -221,12 +230,16 @@ func (v *Handler) topic(w http.ResponseWriter, r *http.Request) {
 		p.State.Copies += len(l.Copies)
 		if len(l.Copies) > 0 {
 			p.Copied = append(p.Copied, l)
+			p.CopiedAll++
 		}
 		row := msgRow{Life: l}
 		row.Deliveries, row.MaxCount = l.Deliveries()
 		if keep(row, p.Filter) {
 			rows = append(rows, row)
 		}
+	}
+	if len(p.Copied) > copiedShown {
+		p.Copied = p.Copied[len(p.Copied)-copiedShown:]
 	}
 	sortRows(rows, p.Sort)
 	p.Matching = len(rows)
@@ -304,7 +317,7 @@ func (v *Handler) message(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k.Topic = tn.String()
-	l := LifeOf(v.events(), k)
+	l := LifeOf(v.events(), v.b, k)
 	if l == nil {
 		l = &Life{Key: k} // forgotten by a bounded history, or never there
 	}
@@ -372,9 +385,9 @@ type Report struct {
 // topics, and the lives of the busiest messages, at most max of them (all
 // when max <= 0).
 func NewReport(b *broker.Broker, events []broker.Event, max int) Report {
-	all := Lives(events, nil)
+	all := Lives(events, b, nil)
 	busiest := Busiest(all, max)
-	return Report{BrokerURL: b.URL(), Generated: time.Now(), Topics: topicStates(b, nil, copiesPerTopic(events)),
+	return Report{BrokerURL: b.URL(), Generated: time.Now(), Topics: topicStates(b, nil, copiesPerTopic(events, b)),
 		Lives: busiest, Others: len(all) - len(busiest)}
 }
 

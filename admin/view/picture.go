@@ -81,10 +81,11 @@ func Picture(l *Life) template.HTML {
 		if c.Kind == MarkRetryLetter {
 			what = "retry topic"
 		}
-		attrs := fmt.Sprintf(` data-topic="%s" data-copy="%d:%d"`, html.EscapeString(c.Copy.Topic), c.Copy.Ledger, c.Copy.Entry)
+		attrs := fmt.Sprintf(` data-topic="%s" data-copy="%d:%d" data-copy-index="%d"`, html.EscapeString(c.Copy.Topic),
+			c.Copy.Ledger, c.Copy.Entry, c.CopyIndex)
 		writeRowStart(&body, row{label: shortTopic(c.Copy.Topic), title: what, class: "row-copy copy", attrs: attrs, y: cy}, total)
 		writeMark(&body, ax.x(c.Time), cy, c, l.Start())
-		fmt.Fprintf(&body, `<text class="copy-label" x="%.1f" y="%.1f">copy %d:%d</text>`, ax.x(c.Time)+16, cy+4, c.Copy.Ledger, c.Copy.Entry)
+		fmt.Fprintf(&body, `<text class="copy-label" x="%.1f" y="%.1f">copy %s</text>`, ax.x(c.Time)+16, cy+4, c.CopyID())
 		body.WriteString("</g>")
 	}
 	height := y + 8
