@@ -190,7 +190,7 @@ type topicPage struct {
 	// copies, at most copiedShown of them; CopiedAll counts them all.
 	Copied    []*Life
 	CopiedAll int
-	Rows   []msgRow
+	Rows      []msgRow
 	// Sort and Filter are the list's order and filter; Matching counts the
 	// messages the filter keeps; From is the index of the first row shown.
 	Sort, Filter string
