@@ -38,7 +38,7 @@ type conn struct {
 
 	// Outbound frames, appended under wmu and flushed by writeLoop.
 	wmu    sync.Mutex
-	wbuf   []byte
+	wq     outbound
 	wake   chan struct{}
 	done   chan struct{}
 	closed bool
@@ -101,9 +101,26 @@ func (c *conn) sendPayload(cmd *pb.BaseCommand, payload []byte) {
 		c.wmu.Unlock()
 		return
 	}
-	n := len(c.wbuf)
-	c.wbuf = protocol.AppendPayloadCommand(c.wbuf, cmd, payload)
-	c.queuedLocked(len(c.wbuf) - n)
+	n := len(c.wq.buf)
+	c.wq.buf = protocol.AppendPayloadCommand(c.wq.buf, cmd, payload)
+	c.queuedLocked(len(c.wq.buf) - n)
+	c.wmu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// sendMessage queues a MESSAGE frame with an entry's bytes.
+func (c *conn) sendMessage(m *protocol.Message, entry []byte) {
+	c.wmu.Lock()
+	if c.closed {
+		c.wmu.Unlock()
+		return
+	}
+	start := len(c.wq.buf)
+	c.wq.buf = protocol.AppendMessage(c.wq.buf, m, len(entry))
+	c.queuedLocked(c.wq.appendPayload(start, entry))
 	c.wmu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -127,9 +144,9 @@ func (c *conn) queueFrame(appendFrame func(dst []byte) []byte) bool {
 	if c.closed {
 		return false
 	}
-	n := len(c.wbuf)
-	c.wbuf = appendFrame(c.wbuf)
-	c.queuedLocked(len(c.wbuf) - n)
+	n := len(c.wq.buf)
+	c.wq.buf = appendFrame(c.wq.buf)
+	c.queuedLocked(len(c.wq.buf) - n)
 	return true
 }
 
@@ -175,7 +192,8 @@ func frameBuffered(r *bufio.Reader) bool {
 
 func (c *conn) writeLoop() {
 	defer c.b.wg.Done()
-	var spare []byte
+	var spare outbound
+	var pieces net.Buffers
 	ka := time.NewTicker(c.b.cfg.keepAlive)
 	defer ka.Stop()
 	awaitingPong := false
@@ -202,22 +220,18 @@ func (c *conn) writeLoop() {
 		case <-c.wake:
 		}
 		c.wmu.Lock()
-		out := c.wbuf
-		c.wbuf = spare[:0]
+		out := c.wq
+		c.wq = spare
 		c.wmu.Unlock()
-		if len(out) == 0 {
-			spare = out
-			c.written(0)
-			continue
+		n := out.size()
+		if n > 0 {
+			if err := out.writeTo(c.nc, &pieces); err != nil {
+				c.close()
+				return
+			}
 		}
-		if _, err := c.nc.Write(out); err != nil {
-			c.close()
-			return
-		}
-		c.written(len(out))
-		if cap(out) > 1<<20 {
-			out = nil // do not keep a huge buffer around
-		}
+		c.written(n)
+		out.reset()
 		spare = out
 	}
 }
@@ -231,7 +245,7 @@ func (c *conn) close() {
 		return
 	}
 	c.closed = true
-	c.wbuf = nil
+	c.wq = outbound{}
 	close(c.done)
 	if c.handshake != nil {
 		c.handshake.Stop()

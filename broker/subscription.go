@@ -378,6 +378,7 @@ func (s *Subscription) dispatchAtLocked(now time.Time) {
 		return
 	}
 	s.announceActiveLocked()
+	var wall time.Time // read once, at the first delivery: the meters' clock
 	for _, d := range s.disp.DispatchGated(topicLog{t}, s.gate.reset(s)) {
 		cons := s.consumers[d.Consumer]
 		e := t.log.get(d.Entry)
@@ -389,24 +390,28 @@ func (s *Subscription) dispatchAtLocked(now time.Time) {
 			Kind: EventDelivered, Topic: t.full, Subscription: s.name, Consumer: cons.Name, ConsumerID: cons.ID,
 			Remote: cons.conn.remote, ID: t.eventID(d.Entry), RedeliveryCount: d.RedeliveryCount,
 		})
-		id := t.messageID(d.Entry)
-		msg := &pb.CommandMessage{ConsumerId: proto.Uint64(cons.ID), MessageId: id}
+		msg := protocol.Message{
+			ConsumerID: cons.ID, Entry: uint64(d.Entry), Partition: int32(t.name.Partition),
+			AckSet: d.AckSet, Epoch: d.Epoch,
+		}
 		if d.RedeliveryCount > 0 {
-			msg.RedeliveryCount = proto.Uint32(uint32(d.RedeliveryCount))
+			msg.RedeliveryCount = uint32(d.RedeliveryCount)
 		}
-		if len(d.AckSet) > 0 {
-			msg.AckSet = d.AckSet
+		if t.name.Persistent {
+			msg.Ledger = t.ledger
+		} else {
+			msg.Entry = 0 // a non-persistent topic's messages carry (0, 0), as messageID says
 		}
-		if d.Epoch >= 0 {
-			msg.ConsumerEpoch = proto.Uint64(uint64(d.Epoch))
+		cons.conn.sendMessage(&msg, e.data)
+		if wall.IsZero() {
+			wall = time.Now()
 		}
-		cons.conn.sendPayload(protocol.Base(pb.BaseCommand_MESSAGE, msg), e.data)
-		cons.out.add(time.Now(), int64(d.Messages))
+		cons.out.add(wall, int64(d.Messages))
 		cons.bytesOut += int64(len(e.data))
-		s.out.add(time.Now(), int64(d.Messages))
+		s.out.add(wall, int64(d.Messages))
 		s.bytesOut += int64(len(e.data))
 		if d.RedeliveryCount > 0 {
-			s.redelivered.add(time.Now(), int64(d.Messages))
+			s.redelivered.add(wall, int64(d.Messages))
 		}
 		if !t.name.Persistent {
 			// Non-persistent topics keep no acknowledgement state: what is sent

@@ -136,3 +136,71 @@ func AppendSendReceipt(dst []byte, producerID, sequenceID, highestSequenceID, le
 	dst = protowire.AppendTag(dst, 4, protowire.VarintType)
 	return protowire.AppendVarint(dst, highestSequenceID)
 }
+
+// Message holds the fields of a MESSAGE command as a broker sets them.
+type Message struct {
+	ConsumerID    uint64
+	Ledger, Entry uint64
+	// Partition is the topic's partition index, -1 (left out) when the
+	// topic is not partitioned.
+	Partition int32
+	// RedeliveryCount is left out when 0.
+	RedeliveryCount uint32
+	// AckSet, when not empty, holds the batch indexes still to acknowledge.
+	AckSet []int64
+	// Epoch is the consumer epoch, left out when negative.
+	Epoch int64
+}
+
+// AppendMessage appends the head of a MESSAGE frame to dst: the sizes and
+// the command, for a payload of payloadSize bytes that the caller writes
+// right after it. The bytes are those AppendPayloadCommand writes for the
+// same command, without building it: a MESSAGE goes out for every delivery.
+func AppendMessage(dst []byte, m *Message, payloadSize int) []byte {
+	idSize := 1 + protowire.SizeVarint(m.Ledger) + 1 + protowire.SizeVarint(m.Entry)
+	if m.Partition >= 0 {
+		idSize += 1 + protowire.SizeVarint(uint64(m.Partition))
+	}
+	subSize := 1 + protowire.SizeVarint(m.ConsumerID) + 1 + protowire.SizeBytes(idSize)
+	if m.RedeliveryCount > 0 {
+		subSize += 1 + protowire.SizeVarint(uint64(m.RedeliveryCount))
+	}
+	for _, v := range m.AckSet {
+		subSize += 1 + protowire.SizeVarint(uint64(v))
+	}
+	if m.Epoch >= 0 {
+		subSize += 1 + protowire.SizeVarint(uint64(m.Epoch))
+	}
+	cmdSize := 1 + protowire.SizeVarint(uint64(pb.BaseCommand_MESSAGE)) + 1 + protowire.SizeBytes(subSize)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(4+cmdSize+payloadSize))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(cmdSize))
+	dst = protowire.AppendTag(dst, 1, protowire.VarintType)
+	dst = protowire.AppendVarint(dst, uint64(pb.BaseCommand_MESSAGE))
+	dst = protowire.AppendTag(dst, protowire.Number(pb.BaseCommand_MESSAGE), protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(subSize))
+	dst = protowire.AppendTag(dst, 1, protowire.VarintType)
+	dst = protowire.AppendVarint(dst, m.ConsumerID)
+	dst = protowire.AppendTag(dst, 2, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(idSize))
+	dst = protowire.AppendTag(dst, 1, protowire.VarintType)
+	dst = protowire.AppendVarint(dst, m.Ledger)
+	dst = protowire.AppendTag(dst, 2, protowire.VarintType)
+	dst = protowire.AppendVarint(dst, m.Entry)
+	if m.Partition >= 0 {
+		dst = protowire.AppendTag(dst, 3, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, uint64(m.Partition))
+	}
+	if m.RedeliveryCount > 0 {
+		dst = protowire.AppendTag(dst, 3, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, uint64(m.RedeliveryCount))
+	}
+	for _, v := range m.AckSet {
+		dst = protowire.AppendTag(dst, 4, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, uint64(v))
+	}
+	if m.Epoch >= 0 {
+		dst = protowire.AppendTag(dst, 5, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, uint64(m.Epoch))
+	}
+	return dst
+}
