@@ -56,5 +56,7 @@ cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 ratios() {
   awk 'NR > 1 { k = $2 " " $3; rate[$1, k] = $4; cpu[$1, k] = $5; keys[k] = 1 }
     END { for (k in keys) if (rate["sink", k] > 0 && cpu["sink", k] > 0)
-      printf "# batch %s: pulsarsim/sink rate %.2f; CPU per message %.2fx the sink'"'"'s\n", k, rate["pulsarsim", k] / rate["sink", k], cpu["pulsarsim", k] / cpu["sink", k] }' "$1"
+      printf "# batch %s: pulsarsim/sink rate %.2f; CPU per message %.2fx the sink'"'"'s%s\n", k,
+        rate["pulsarsim", k] / rate["sink", k], cpu["pulsarsim", k] / cpu["sink", k],
+        (cpu["sink-keep", k] > 0) ? sprintf(", %.2fx sink-keep'"'"'s", cpu["pulsarsim", k] / cpu["sink-keep", k]) : "" }' "$1"
 }

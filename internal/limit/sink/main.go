@@ -3,8 +3,9 @@
 // less work per message, so its rate and CPU are the bound.
 //
 // Producing, it answers CONNECT, PARTITIONED_METADATA, LOOKUP, PRODUCER,
-// CLOSE_PRODUCER and PING, and each SEND with a SEND_RECEIPT; it stores
-// nothing and checks nothing. Consuming, it answers SUBSCRIBE and, for each
+// CLOSE_PRODUCER and PING, and each SEND with a SEND_RECEIPT; it checks
+// nothing and stores nothing (with -keep, it keeps each SEND's bytes and
+// nothing else). Consuming, it answers SUBSCRIBE and, for each
 // FLOW, writes ready-made MESSAGE frames: the same payload every time (a
 // batch of -batch messages of -size bytes, or one message when -batch is 1,
 // checksummed once at start), with only the command (consumer id, entry id)
@@ -39,10 +40,17 @@ import (
 
 var producerSeq atomic.Uint64
 
+// keep makes the sink read each SEND into a buffer of its own and keep it,
+// as a broker that stores messages in memory must: the least such a broker
+// pays for its memory (the Go runtime's allocation, the kernel's fresh
+// pages), with nothing else.
+var keep bool
+
 func main() {
 	addr := flag.String("addr", "127.0.0.1:16650", "address to listen on (and to answer LOOKUP with)")
 	batch := flag.Int("batch", 1, "messages in each entry a consumer gets (1: not batched)")
 	size := flag.Int("size", 1024, "bytes of each message a consumer gets")
+	flag.BoolVar(&keep, "keep", false, "keep every SEND's bytes in memory, as a broker stores them")
 	flag.Parse()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -108,6 +116,7 @@ type conn struct {
 	out     []byte
 	entryID uint64
 	permits map[uint64]int64 // by consumer id
+	kept    [][]byte         // with -keep: every SEND frame's bytes
 }
 
 func serve(nc net.Conn, url string, entry []byte, batch int64) {
@@ -149,7 +158,13 @@ func (c *conn) loop() error {
 		if err := proto.Unmarshal(b, &c.cmd); err != nil {
 			return err
 		}
-		if _, err := c.r.Discard(int(total - 4)); err != nil {
+		if keep && c.cmd.GetType() == pb.BaseCommand_SEND {
+			frame := make([]byte, total-4)
+			if _, err := io.ReadFull(c.r, frame); err != nil {
+				return err
+			}
+			c.kept = append(c.kept, frame)
+		} else if _, err := c.r.Discard(int(total - 4)); err != nil {
 			return err
 		}
 		if err := c.handle(&c.cmd); err != nil {
