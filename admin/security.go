@@ -105,6 +105,8 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, pattern strin
 	switch a.kind {
 	case accessSuperUser:
 		if !s.b.IsSuperUser(id.Role) {
+			// A browser asks for basic credentials (the view's users).
+			w.Header().Set("WWW-Authenticate", `Basic realm="pulsarsim"`)
 			httpError(w, http.StatusUnauthorized, fmt.Sprintf("Unauthorized to validateBothTenantOperationAndSuperUser"+
 				" for originalPrincipal [null] and clientAppId [%s] about operation [%s] ", id.Role, a.name))
 			return false
@@ -142,7 +144,10 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, pattern strin
 
 // accessFor maps a route pattern ("METHOD /path/{var}...") to what it needs.
 func accessFor(pattern string) access {
-	method, path, _ := strings.Cut(pattern, " ")
+	method, path, ok := strings.Cut(pattern, " ")
+	if !ok { // a pattern for every method
+		method, path = "", pattern
+	}
 	switch {
 	case path == "/admin/v2/tenants":
 		return access{accessSuperUser, 0, "LIST_TENANTS"}
@@ -167,8 +172,9 @@ func accessFor(pattern string) access {
 		return access{accessTopic, auth.OpLookup, "LOOKUP"}
 	case strings.HasPrefix(path, "/admin/v2/"):
 		return topicAccess(method, path)
-	case strings.HasPrefix(path, "/"):
-		return access{kind: accessNone}
+	case strings.HasPrefix(path, "/view/"):
+		// The web view shows every topic's messages: super-users only.
+		return access{accessSuperUser, 0, "VIEW"}
 	}
 	return access{kind: accessNone}
 }
@@ -216,7 +222,7 @@ func topicAccess(method, path string) access {
 // pathValues matches the request path against the pattern's path and
 // returns the values of its {name} segments.
 func pathValues(pattern string, r *http.Request) map[string]string {
-	_, path, _ := strings.Cut(pattern, " ")
+	path := pattern[strings.Index(pattern, " ")+1:]
 	vals := map[string]string{}
 	ps := strings.Split(strings.Trim(path, "/"), "/")
 	rs := strings.Split(strings.Trim(r.URL.EscapedPath(), "/"), "/")

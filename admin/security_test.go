@@ -192,3 +192,34 @@ func TestAdminTenantAdminRolesGovernTheTenant(t *testing.T) {
 		t.Fatalf("update a missing tenant: %d %s", status, body)
 	}
 }
+
+func TestAdminWebViewIsForSuperUsersWhenAuthorizationIsOn(t *testing.T) {
+	users, err := auth.ParseHtpasswd([]byte("admin:$apr1$FG4AO6aX$KGYPuMoLUou3i6vUkPUUf.\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := broker.New(broker.WithAuthentication(&auth.Authenticator{Basic: users, AnonymousRole: "anonymous"}),
+		broker.WithAuthorization("admin"))
+	if err := b.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "the view") })
+	srv := httptest.NewServer(admin.New(b, admin.WithHandler("/view/", page)))
+	t.Cleanup(func() {
+		srv.Close()
+		b.Close()
+	})
+	req, _ := http.NewRequest("GET", srv.URL+"/view/", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") == "" {
+		t.Fatalf("anonymous: %d %v", resp.StatusCode, resp.Header)
+	}
+	req.SetBasicAuth("admin", "123456")
+	if status, body := httpCall(t, "GET", srv.URL+"/view/", req.Header.Get("Authorization"), ""); status != 200 || body != "the view" {
+		t.Fatalf("super-user: %d %s", status, body)
+	}
+}
