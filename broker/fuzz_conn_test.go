@@ -668,9 +668,13 @@ func (run *fuzzRun) brokerAction(r *fuzzReader) {
 }
 
 // checkFuzzInvariants checks what must hold of every subscription whatever
-// the clients did. A dropped connection may still have commands in flight,
-// so every check holds at any moment.
+// the clients did: the broker's settlement invariants (CheckSettlement) and
+// the positions of every cursor. A dropped connection may still have
+// commands in flight, so every check holds at any moment.
 func checkFuzzInvariants(b *broker.Broker) error {
+	if vs := b.CheckSettlement(); len(vs) > 0 {
+		return fmt.Errorf("settlement invariant broken: %v", vs[0])
+	}
 	for _, name := range b.Topics() {
 		topic, ok := b.Topic(name)
 		if !ok {
