@@ -195,6 +195,9 @@ func TestSlowReaderStopsGettingMessagesPastTheHighWaterMarkAndGetsTheRestOnceItR
 		t.Fatalf("the slow reader was sent all %d messages before it read any", got)
 	}
 
+	t.Logf("the slow reader was sent %d of %d messages before it read; the broker queued at most %d bytes for a connection",
+		deliveredTo(b, "slow-sub", "slow"), slowMessages, most())
+
 	// Once it reads, it gets every message, in order.
 	if got := slow.readMessages(slowMessages); !equalStrings(got, numbers(0, slowMessages)) {
 		t.Fatalf("slow reader got %d messages, not 0..%d in order", len(got), slowMessages-1)
