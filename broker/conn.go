@@ -59,6 +59,10 @@ type conn struct {
 	// handled (a stored SEND), so the reader does not reuse its buffer.
 	// Under hmu.
 	keptFrame bool
+	// dec decodes the connection's frames, reusing the memory of the last
+	// SEND and its metadata: its DecodeFrame is the reader's, its
+	// ParsePayload runs under hmu (handleSend). Held commands are copies.
+	dec protocol.Decoder
 
 	// Commands set aside by a hold, and those released to run, in order;
 	// under holdMu. anyReleased says released is not empty.
@@ -273,7 +277,7 @@ func (c *conn) readLoop() {
 		}
 		buf = body
 		c.received.Store(true)
-		f, err := protocol.DecodeFrame(body)
+		f, err := c.dec.DecodeFrame(body)
 		if err != nil {
 			c.log.Info("closing connection", "reason", err)
 			return

@@ -197,7 +197,7 @@ func (c *conn) handleSend(s *pb.CommandSend, payload []byte) bool {
 		}))
 		return true
 	}
-	pl, err := protocol.ParsePayload(payload)
+	pl, err := c.dec.ParsePayload(payload) // its metadata lasts until the next SEND
 	if err != nil {
 		c.log.Info("closing connection", "reason", err)
 		return false

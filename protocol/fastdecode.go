@@ -27,15 +27,19 @@ type sendCommand struct {
 	numMessages            int32
 }
 
-// decodeSendFast decodes a BaseCommand holding a SEND. It reports false when
-// b is not a plain SEND.
-func decodeSendFast(b []byte) (*pb.BaseCommand, bool) {
+// decodeSendFast decodes a BaseCommand holding a SEND into c, a new one when
+// nil. It reports false when b is not a plain SEND.
+func decodeSendFast(b []byte, c *sendCommand) (*pb.BaseCommand, bool) {
 	// Clients write the type first; a command that does not start with
 	// type SEND is left to the general decoder without allocating here.
 	if len(b) < 2 || b[0] != 1<<3|byte(protowire.VarintType) || b[1] != byte(pb.BaseCommand_SEND) {
 		return nil, false
 	}
-	c := &sendCommand{}
+	if c == nil {
+		c = &sendCommand{}
+	} else {
+		*c = sendCommand{}
+	}
 	seenType, seenSend := false, false
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
@@ -121,10 +125,14 @@ type metadata struct {
 	numInBatch                         int32
 }
 
-// decodeMetadataFast decodes a MessageMetadata. It reports false when b is
-// not in the plain form it handles.
-func decodeMetadataFast(b []byte) (*pb.MessageMetadata, bool) {
-	m := &metadata{}
+// decodeMetadataFast decodes a MessageMetadata into m, a new one when nil.
+// It reports false when b is not in the plain form it handles.
+func decodeMetadataFast(b []byte, m *metadata) (*pb.MessageMetadata, bool) {
+	if m == nil {
+		m = &metadata{}
+	} else {
+		*m = metadata{}
+	}
 	md := &m.md
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)

@@ -60,13 +60,13 @@ func marshal(t testing.TB, m proto.Message) []byte {
 
 func TestFastDecodersTakeTheUsualForms(t *testing.T) {
 	for _, cmd := range usualSends() {
-		got, ok := decodeSendFast(marshal(t, cmd))
+		got, ok := decodeSendFast(marshal(t, cmd), nil)
 		if !ok || !proto.Equal(got, cmd) {
 			t.Errorf("SEND %v: fast decode gave %v, %v", cmd, got, ok)
 		}
 	}
 	for _, md := range usualMetadata() {
-		got, ok := decodeMetadataFast(marshal(t, md))
+		got, ok := decodeMetadataFast(marshal(t, md), nil)
 		if !ok || !proto.Equal(got, md) {
 			t.Errorf("metadata %v: fast decode gave %v, %v", md, got, ok)
 		}
@@ -80,12 +80,12 @@ func TestFastDecodersLeaveTheRestToProto(t *testing.T) {
 	noSeq := Base(pb.BaseCommand_SEND, &pb.CommandSend{ProducerId: proto.Uint64(1)})
 	ping := PingCommand()
 	for _, b := range [][]byte{marshal(t, withID), {}, marshal(t, ping)} {
-		if _, ok := decodeSendFast(b); ok {
+		if _, ok := decodeSendFast(b, nil); ok {
 			t.Errorf("fast SEND decode took %x", b)
 		}
 	}
 	partial, _ := proto.MarshalOptions{AllowPartial: true}.Marshal(noSeq)
-	if _, ok := decodeSendFast(partial); ok {
+	if _, ok := decodeSendFast(partial, nil); ok {
 		t.Error("fast SEND decode took a SEND without sequence_id")
 	}
 	noName, _ := proto.MarshalOptions{AllowPartial: true}.Marshal(&pb.MessageMetadata{
@@ -93,7 +93,7 @@ func TestFastDecodersLeaveTheRestToProto(t *testing.T) {
 	})
 	unknownCodec := append(marshal(t, usualMetadata()[0]), 8<<3, 9)
 	for _, b := range [][]byte{noName, unknownCodec} {
-		if _, ok := decodeMetadataFast(b); ok {
+		if _, ok := decodeMetadataFast(b, nil); ok {
 			t.Errorf("fast metadata decode took %x", b)
 		}
 	}
@@ -110,7 +110,7 @@ func FuzzFastDecodersMatchProto(f *testing.F) {
 		f.Add(marshal(f, md))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if cmd, ok := decodeSendFast(b); ok {
+		if cmd, ok := decodeSendFast(b, nil); ok {
 			want := &pb.BaseCommand{}
 			if err := proto.Unmarshal(b, want); err != nil {
 				t.Fatalf("fast SEND decode took what proto.Unmarshal refuses (%v): %x", err, b)
@@ -119,7 +119,7 @@ func FuzzFastDecodersMatchProto(f *testing.F) {
 				t.Fatalf("fast SEND decode gave %v, proto.Unmarshal %v", cmd, want)
 			}
 		}
-		if md, ok := decodeMetadataFast(b); ok {
+		if md, ok := decodeMetadataFast(b, nil); ok {
 			want := &pb.MessageMetadata{}
 			if err := proto.Unmarshal(b, want); err != nil {
 				t.Fatalf("fast metadata decode took what proto.Unmarshal refuses (%v): %x", err, b)
@@ -129,4 +129,24 @@ func FuzzFastDecodersMatchProto(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A Decoder reuses its memory: each decode must give exactly the message
+// decoded, nothing left over from the one before.
+func TestDecoderLeavesNothingOfThePreviousMessage(t *testing.T) {
+	var d Decoder
+	mds := usualMetadata()
+	sends := usualSends()
+	for _, i := range []int{2, 0, 1, 2, 0} {
+		md, cmd := mds[i], sends[i]
+		frame := AppendPayloadCommand(nil, cmd, AppendPayload(nil, md, []byte("body")))
+		f, err := d.DecodeFrame(frame[4:])
+		if err != nil || !proto.Equal(f.Command, cmd) {
+			t.Fatalf("SEND %d: got %v, %v; want %v", i, f.Command, err, cmd)
+		}
+		pl, err := d.ParsePayload(f.Payload)
+		if err != nil || !proto.Equal(pl.Metadata, md) {
+			t.Fatalf("metadata %d: got %v, %v; want %v", i, pl.Metadata, err, md)
+		}
+	}
 }

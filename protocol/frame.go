@@ -102,7 +102,10 @@ var (
 // DecodeFrame decodes a frame body as returned by ReadFrame. Required fields
 // are checked: a command that lacks one is malformed. A command whose type
 // number this schema does not know decodes with UnknownType set.
-func DecodeFrame(body []byte) (Frame, error) {
+func DecodeFrame(body []byte) (Frame, error) { return decodeFrame(body, nil) }
+
+// decodeFrame is DecodeFrame, decoding a SEND into send when not nil.
+func decodeFrame(body []byte, send *sendCommand) (Frame, error) {
 	if len(body) < 4 {
 		return Frame{}, fmt.Errorf("%w: %d bytes", ErrMalformed, len(body))
 	}
@@ -114,7 +117,7 @@ func DecodeFrame(body []byte) (Frame, error) {
 	if rest := body[4+cmdSize:]; len(rest) > 0 {
 		payload = rest
 	}
-	if cmd, ok := decodeSendFast(body[4 : 4+cmdSize]); ok {
+	if cmd, ok := decodeSendFast(body[4:4+cmdSize], send); ok {
 		return Frame{Command: cmd, Payload: payload}, nil
 	}
 	cmd := &pb.BaseCommand{}

@@ -38,7 +38,10 @@ type Payload struct {
 }
 
 // ParsePayload splits the bytes that follow a SEND or MESSAGE command.
-func ParsePayload(b []byte) (Payload, error) {
+func ParsePayload(b []byte) (Payload, error) { return parsePayload(b, nil) }
+
+// parsePayload is ParsePayload, decoding the metadata into md when not nil.
+func parsePayload(b []byte, md *metadata) (Payload, error) {
 	var p Payload
 	if len(b) >= 2 && binary.BigEndian.Uint16(b) == MagicBrokerEntryMetadata {
 		if len(b) < 6 {
@@ -66,14 +69,14 @@ func ParsePayload(b []byte) (Payload, error) {
 	if uint64(n) > uint64(len(b)-4) {
 		return p, fmt.Errorf("%w: metadata size %d beyond payload of %d", ErrMalformed, n, len(b))
 	}
-	md, ok := decodeMetadataFast(b[4 : 4+n])
+	m, ok := decodeMetadataFast(b[4:4+n], md)
 	if !ok {
-		md = &pb.MessageMetadata{}
-		if err := proto.Unmarshal(b[4:4+n], md); err != nil {
+		m = &pb.MessageMetadata{}
+		if err := proto.Unmarshal(b[4:4+n], m); err != nil {
 			return p, fmt.Errorf("%w: metadata: %v", ErrMalformed, err)
 		}
 	}
-	p.Metadata = md
+	p.Metadata = m
 	p.Body = b[4+n:]
 	return p, nil
 }
