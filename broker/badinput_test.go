@@ -156,7 +156,7 @@ func TestTransactionCommandsGetNotAllowed(t *testing.T) {
 	b := testkit.Start(t)
 	c := dialRaw(t, addrOf(b))
 	c.connect()
-	c.send(protocol.Base(pb.BaseCommand_TC_CLIENT_CONNECT_REQUEST, &pb.TxnRequest{RequestId: ptr(uint64(7))}))
+	c.send(protocol.Base(pb.BaseCommand_TC_CLIENT_CONNECT_REQUEST, &pb.CommandTcClientConnectRequest{RequestId: ptr(uint64(7)), TcId: ptr(uint64(0))}))
 	resp := c.read()
 	if resp.Error == nil || resp.Error.GetError() != pb.ServerError_NotAllowedError || resp.Error.GetRequestId() != 7 {
 		t.Fatalf("got %v %v, want ERROR NotAllowedError for request 7", resp.GetType(), resp.GetError())

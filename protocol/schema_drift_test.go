@@ -27,19 +27,10 @@ var newerThanUpstream = map[string]int32{
 	"CommandPartitionedTopicMetadata.metadata_auto_creation_enabled":       6,
 }
 
-// typeStandIns lists fields whose message type we replace on purpose. The
-// broker refuses every transaction request, reading only its request_id
-// (field 1 in each), so one TxnRequest message stands in for upstream's
-// several request types. Our type's simple name, then upstream's.
-var typeStandIns = map[string][2]string{
-	"BaseCommand.newTxn":                 {"TxnRequest", "CommandNewTxn"},
-	"BaseCommand.addPartitionToTxn":      {"TxnRequest", "CommandAddPartitionToTxn"},
-	"BaseCommand.addSubscriptionToTxn":   {"TxnRequest", "CommandAddSubscriptionToTxn"},
-	"BaseCommand.endTxn":                 {"TxnRequest", "CommandEndTxn"},
-	"BaseCommand.endTxnOnPartition":      {"TxnRequest", "CommandEndTxnOnPartition"},
-	"BaseCommand.endTxnOnSubscription":   {"TxnRequest", "CommandEndTxnOnSubscription"},
-	"BaseCommand.tcClientConnectRequest": {"TxnRequest", "CommandTcClientConnectRequest"},
-}
+// typeStandIns lists fields whose message type we replace on purpose: our
+// type's simple name, then upstream's. None today (the transaction commands
+// used to share one stand-in that read only their request_id).
+var typeStandIns = map[string][2]string{}
 
 // schemaAllowances are the documented, deliberate differences.
 type schemaAllowances struct {
@@ -65,7 +56,7 @@ func compareSchemas(ours, upstream *protoSchema, allow *schemaAllowances) []stri
 		om := ours.Messages[name]
 		um, ok := upstream.Messages[name]
 		if !ok {
-			continue // our own message (TxnRequest); its uses are checked below
+			continue // a message of our own; its uses are checked below
 		}
 		for _, of := range om.Fields {
 			key := name + "." + of.Name
@@ -296,7 +287,7 @@ func TestSchemaDriftCheckReportsEveryKindOfDifference(t *testing.T) {
 		{"optional CompressionType compression = 8 [default = NONE];", "optional uint32 compression = 8;",
 			"MessageMetadata.compression: type enum CompressionType, upstream uint32"},
 		{"optional CommandNewTxn newTxn", "optional CommandEndTxn newTxn",
-			"BaseCommand.newTxn: type message TxnRequest, upstream message CommandEndTxn"},
+			"BaseCommand.newTxn: type message CommandNewTxn, upstream message CommandEndTxn"},
 		{"optional bool supports_auth_refresh = 1 [default = false];", "optional bool supports_auth_refresh_v2 = 1 [default = false];",
 			`FeatureFlags.supports_auth_refresh = 1: upstream has no field of that name; its field 1 is "supports_auth_refresh_v2"`},
 		{"ChecksumError = 9;", "ChecksumError = 91;",

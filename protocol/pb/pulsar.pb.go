@@ -402,6 +402,62 @@ func (KeySharedMode) EnumDescriptor() ([]byte, []int) {
 	return file_pulsar_proto_rawDescGZIP(), []int{4}
 }
 
+type TxnAction int32
+
+const (
+	TxnAction_COMMIT TxnAction = 0
+	TxnAction_ABORT  TxnAction = 1
+)
+
+// Enum value maps for TxnAction.
+var (
+	TxnAction_name = map[int32]string{
+		0: "COMMIT",
+		1: "ABORT",
+	}
+	TxnAction_value = map[string]int32{
+		"COMMIT": 0,
+		"ABORT":  1,
+	}
+)
+
+func (x TxnAction) Enum() *TxnAction {
+	p := new(TxnAction)
+	*p = x
+	return p
+}
+
+func (x TxnAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TxnAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_pulsar_proto_enumTypes[5].Descriptor()
+}
+
+func (TxnAction) Type() protoreflect.EnumType {
+	return &file_pulsar_proto_enumTypes[5]
+}
+
+func (x TxnAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Do not use.
+func (x *TxnAction) UnmarshalJSON(b []byte) error {
+	num, err := protoimpl.X.UnmarshalJSONEnum(x.Descriptor(), b)
+	if err != nil {
+		return err
+	}
+	*x = TxnAction(num)
+	return nil
+}
+
+// Deprecated: Use TxnAction.Descriptor instead.
+func (TxnAction) EnumDescriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{5}
+}
+
 type Schema_Type int32
 
 const (
@@ -489,11 +545,11 @@ func (x Schema_Type) String() string {
 }
 
 func (Schema_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_pulsar_proto_enumTypes[5].Descriptor()
+	return file_pulsar_proto_enumTypes[6].Descriptor()
 }
 
 func (Schema_Type) Type() protoreflect.EnumType {
-	return &file_pulsar_proto_enumTypes[5]
+	return &file_pulsar_proto_enumTypes[6]
 }
 
 func (x Schema_Type) Number() protoreflect.EnumNumber {
@@ -545,11 +601,11 @@ func (x CommandPartitionedTopicMetadataResponse_LookupType) String() string {
 }
 
 func (CommandPartitionedTopicMetadataResponse_LookupType) Descriptor() protoreflect.EnumDescriptor {
-	return file_pulsar_proto_enumTypes[6].Descriptor()
+	return file_pulsar_proto_enumTypes[7].Descriptor()
 }
 
 func (CommandPartitionedTopicMetadataResponse_LookupType) Type() protoreflect.EnumType {
-	return &file_pulsar_proto_enumTypes[6]
+	return &file_pulsar_proto_enumTypes[7]
 }
 
 func (x CommandPartitionedTopicMetadataResponse_LookupType) Number() protoreflect.EnumNumber {
@@ -604,11 +660,11 @@ func (x CommandLookupTopicResponse_LookupType) String() string {
 }
 
 func (CommandLookupTopicResponse_LookupType) Descriptor() protoreflect.EnumDescriptor {
-	return file_pulsar_proto_enumTypes[7].Descriptor()
+	return file_pulsar_proto_enumTypes[8].Descriptor()
 }
 
 func (CommandLookupTopicResponse_LookupType) Type() protoreflect.EnumType {
-	return &file_pulsar_proto_enumTypes[7]
+	return &file_pulsar_proto_enumTypes[8]
 }
 
 func (x CommandLookupTopicResponse_LookupType) Number() protoreflect.EnumNumber {
@@ -663,11 +719,11 @@ func (x CommandGetTopicsOfNamespace_Mode) String() string {
 }
 
 func (CommandGetTopicsOfNamespace_Mode) Descriptor() protoreflect.EnumDescriptor {
-	return file_pulsar_proto_enumTypes[8].Descriptor()
+	return file_pulsar_proto_enumTypes[9].Descriptor()
 }
 
 func (CommandGetTopicsOfNamespace_Mode) Type() protoreflect.EnumType {
-	return &file_pulsar_proto_enumTypes[8]
+	return &file_pulsar_proto_enumTypes[9]
 }
 
 func (x CommandGetTopicsOfNamespace_Mode) Number() protoreflect.EnumNumber {
@@ -725,11 +781,11 @@ func (x CommandSubscribe_SubType) String() string {
 }
 
 func (CommandSubscribe_SubType) Descriptor() protoreflect.EnumDescriptor {
-	return file_pulsar_proto_enumTypes[9].Descriptor()
+	return file_pulsar_proto_enumTypes[10].Descriptor()
 }
 
 func (CommandSubscribe_SubType) Type() protoreflect.EnumType {
-	return &file_pulsar_proto_enumTypes[9]
+	return &file_pulsar_proto_enumTypes[10]
 }
 
 func (x CommandSubscribe_SubType) Number() protoreflect.EnumNumber {
@@ -781,11 +837,11 @@ func (x CommandSubscribe_InitialPosition) String() string {
 }
 
 func (CommandSubscribe_InitialPosition) Descriptor() protoreflect.EnumDescriptor {
-	return file_pulsar_proto_enumTypes[10].Descriptor()
+	return file_pulsar_proto_enumTypes[11].Descriptor()
 }
 
 func (CommandSubscribe_InitialPosition) Type() protoreflect.EnumType {
-	return &file_pulsar_proto_enumTypes[10]
+	return &file_pulsar_proto_enumTypes[11]
 }
 
 func (x CommandSubscribe_InitialPosition) Number() protoreflect.EnumNumber {
@@ -837,11 +893,11 @@ func (x CommandAck_AckType) String() string {
 }
 
 func (CommandAck_AckType) Descriptor() protoreflect.EnumDescriptor {
-	return file_pulsar_proto_enumTypes[11].Descriptor()
+	return file_pulsar_proto_enumTypes[12].Descriptor()
 }
 
 func (CommandAck_AckType) Type() protoreflect.EnumType {
-	return &file_pulsar_proto_enumTypes[11]
+	return &file_pulsar_proto_enumTypes[12]
 }
 
 func (x CommandAck_AckType) Number() protoreflect.EnumNumber {
@@ -902,11 +958,11 @@ func (x CommandAck_ValidationError) String() string {
 }
 
 func (CommandAck_ValidationError) Descriptor() protoreflect.EnumDescriptor {
-	return file_pulsar_proto_enumTypes[12].Descriptor()
+	return file_pulsar_proto_enumTypes[13].Descriptor()
 }
 
 func (CommandAck_ValidationError) Type() protoreflect.EnumType {
-	return &file_pulsar_proto_enumTypes[12]
+	return &file_pulsar_proto_enumTypes[13]
 }
 
 func (x CommandAck_ValidationError) Number() protoreflect.EnumNumber {
@@ -1126,11 +1182,11 @@ func (x BaseCommand_Type) String() string {
 }
 
 func (BaseCommand_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_pulsar_proto_enumTypes[13].Descriptor()
+	return file_pulsar_proto_enumTypes[14].Descriptor()
 }
 
 func (BaseCommand_Type) Type() protoreflect.EnumType {
-	return &file_pulsar_proto_enumTypes[13]
+	return &file_pulsar_proto_enumTypes[14]
 }
 
 func (x BaseCommand_Type) Number() protoreflect.EnumNumber {
@@ -1149,7 +1205,7 @@ func (x *BaseCommand_Type) UnmarshalJSON(b []byte) error {
 
 // Deprecated: Use BaseCommand_Type.Descriptor instead.
 func (BaseCommand_Type) EnumDescriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{50, 0}
+	return file_pulsar_proto_rawDescGZIP(), []int{64, 0}
 }
 
 type KeyValue struct {
@@ -5163,29 +5219,33 @@ func (x *CommandGetOrCreateSchemaResponse) GetSchemaVersion() []byte {
 	return nil
 }
 
-// TxnRequest reads the request_id that every transaction request carries in
-// field 1; the broker answers all of them with an ERROR.
-type TxnRequest struct {
+type CommandTcClientConnectRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	RequestId     *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TcId          *uint64                `protobuf:"varint,2,req,name=tc_id,json=tcId,def=0" json:"tc_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *TxnRequest) Reset() {
-	*x = TxnRequest{}
+// Default values for CommandTcClientConnectRequest fields.
+const (
+	Default_CommandTcClientConnectRequest_TcId = uint64(0)
+)
+
+func (x *CommandTcClientConnectRequest) Reset() {
+	*x = CommandTcClientConnectRequest{}
 	mi := &file_pulsar_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *TxnRequest) String() string {
+func (x *CommandTcClientConnectRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*TxnRequest) ProtoMessage() {}
+func (*CommandTcClientConnectRequest) ProtoMessage() {}
 
-func (x *TxnRequest) ProtoReflect() protoreflect.Message {
+func (x *CommandTcClientConnectRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_pulsar_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -5197,16 +5257,1100 @@ func (x *TxnRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use TxnRequest.ProtoReflect.Descriptor instead.
-func (*TxnRequest) Descriptor() ([]byte, []int) {
+// Deprecated: Use CommandTcClientConnectRequest.ProtoReflect.Descriptor instead.
+func (*CommandTcClientConnectRequest) Descriptor() ([]byte, []int) {
 	return file_pulsar_proto_rawDescGZIP(), []int{49}
 }
 
-func (x *TxnRequest) GetRequestId() uint64 {
+func (x *CommandTcClientConnectRequest) GetRequestId() uint64 {
 	if x != nil && x.RequestId != nil {
 		return *x.RequestId
 	}
 	return 0
+}
+
+func (x *CommandTcClientConnectRequest) GetTcId() uint64 {
+	if x != nil && x.TcId != nil {
+		return *x.TcId
+	}
+	return Default_CommandTcClientConnectRequest_TcId
+}
+
+type CommandTcClientConnectResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RequestId     *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	Error         *ServerError           `protobuf:"varint,2,opt,name=error,enum=pulsarsim.wire.ServerError" json:"error,omitempty"`
+	Message       *string                `protobuf:"bytes,3,opt,name=message" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommandTcClientConnectResponse) Reset() {
+	*x = CommandTcClientConnectResponse{}
+	mi := &file_pulsar_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandTcClientConnectResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandTcClientConnectResponse) ProtoMessage() {}
+
+func (x *CommandTcClientConnectResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandTcClientConnectResponse.ProtoReflect.Descriptor instead.
+func (*CommandTcClientConnectResponse) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *CommandTcClientConnectResponse) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandTcClientConnectResponse) GetError() ServerError {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ServerError_UnknownError
+}
+
+func (x *CommandTcClientConnectResponse) GetMessage() string {
+	if x != nil && x.Message != nil {
+		return *x.Message
+	}
+	return ""
+}
+
+// CommandNewTxn.txn_ttl_seconds carries milliseconds: the Java and Go clients
+// put the timeout in ms there, and the coordinator reads it as ms.
+type CommandNewTxn struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RequestId     *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnTtlSeconds *uint64                `protobuf:"varint,2,opt,name=txn_ttl_seconds,json=txnTtlSeconds,def=0" json:"txn_ttl_seconds,omitempty"`
+	TcId          *uint64                `protobuf:"varint,3,opt,name=tc_id,json=tcId,def=0" json:"tc_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+// Default values for CommandNewTxn fields.
+const (
+	Default_CommandNewTxn_TxnTtlSeconds = uint64(0)
+	Default_CommandNewTxn_TcId          = uint64(0)
+)
+
+func (x *CommandNewTxn) Reset() {
+	*x = CommandNewTxn{}
+	mi := &file_pulsar_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandNewTxn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandNewTxn) ProtoMessage() {}
+
+func (x *CommandNewTxn) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandNewTxn.ProtoReflect.Descriptor instead.
+func (*CommandNewTxn) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *CommandNewTxn) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandNewTxn) GetTxnTtlSeconds() uint64 {
+	if x != nil && x.TxnTtlSeconds != nil {
+		return *x.TxnTtlSeconds
+	}
+	return Default_CommandNewTxn_TxnTtlSeconds
+}
+
+func (x *CommandNewTxn) GetTcId() uint64 {
+	if x != nil && x.TcId != nil {
+		return *x.TcId
+	}
+	return Default_CommandNewTxn_TcId
+}
+
+type CommandNewTxnResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RequestId      *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits  *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	Error          *ServerError           `protobuf:"varint,4,opt,name=error,enum=pulsarsim.wire.ServerError" json:"error,omitempty"`
+	Message        *string                `protobuf:"bytes,5,opt,name=message" json:"message,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+// Default values for CommandNewTxnResponse fields.
+const (
+	Default_CommandNewTxnResponse_TxnidLeastBits = uint64(0)
+	Default_CommandNewTxnResponse_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandNewTxnResponse) Reset() {
+	*x = CommandNewTxnResponse{}
+	mi := &file_pulsar_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandNewTxnResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandNewTxnResponse) ProtoMessage() {}
+
+func (x *CommandNewTxnResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandNewTxnResponse.ProtoReflect.Descriptor instead.
+func (*CommandNewTxnResponse) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *CommandNewTxnResponse) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandNewTxnResponse) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandNewTxnResponse_TxnidLeastBits
+}
+
+func (x *CommandNewTxnResponse) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandNewTxnResponse_TxnidMostBits
+}
+
+func (x *CommandNewTxnResponse) GetError() ServerError {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ServerError_UnknownError
+}
+
+func (x *CommandNewTxnResponse) GetMessage() string {
+	if x != nil && x.Message != nil {
+		return *x.Message
+	}
+	return ""
+}
+
+type CommandAddPartitionToTxn struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RequestId      *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits  *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	Partitions     []string               `protobuf:"bytes,4,rep,name=partitions" json:"partitions,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+// Default values for CommandAddPartitionToTxn fields.
+const (
+	Default_CommandAddPartitionToTxn_TxnidLeastBits = uint64(0)
+	Default_CommandAddPartitionToTxn_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandAddPartitionToTxn) Reset() {
+	*x = CommandAddPartitionToTxn{}
+	mi := &file_pulsar_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandAddPartitionToTxn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandAddPartitionToTxn) ProtoMessage() {}
+
+func (x *CommandAddPartitionToTxn) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandAddPartitionToTxn.ProtoReflect.Descriptor instead.
+func (*CommandAddPartitionToTxn) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *CommandAddPartitionToTxn) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandAddPartitionToTxn) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandAddPartitionToTxn_TxnidLeastBits
+}
+
+func (x *CommandAddPartitionToTxn) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandAddPartitionToTxn_TxnidMostBits
+}
+
+func (x *CommandAddPartitionToTxn) GetPartitions() []string {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+type CommandAddPartitionToTxnResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RequestId      *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits  *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	Error          *ServerError           `protobuf:"varint,4,opt,name=error,enum=pulsarsim.wire.ServerError" json:"error,omitempty"`
+	Message        *string                `protobuf:"bytes,5,opt,name=message" json:"message,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+// Default values for CommandAddPartitionToTxnResponse fields.
+const (
+	Default_CommandAddPartitionToTxnResponse_TxnidLeastBits = uint64(0)
+	Default_CommandAddPartitionToTxnResponse_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandAddPartitionToTxnResponse) Reset() {
+	*x = CommandAddPartitionToTxnResponse{}
+	mi := &file_pulsar_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandAddPartitionToTxnResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandAddPartitionToTxnResponse) ProtoMessage() {}
+
+func (x *CommandAddPartitionToTxnResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandAddPartitionToTxnResponse.ProtoReflect.Descriptor instead.
+func (*CommandAddPartitionToTxnResponse) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *CommandAddPartitionToTxnResponse) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandAddPartitionToTxnResponse) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandAddPartitionToTxnResponse_TxnidLeastBits
+}
+
+func (x *CommandAddPartitionToTxnResponse) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandAddPartitionToTxnResponse_TxnidMostBits
+}
+
+func (x *CommandAddPartitionToTxnResponse) GetError() ServerError {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ServerError_UnknownError
+}
+
+func (x *CommandAddPartitionToTxnResponse) GetMessage() string {
+	if x != nil && x.Message != nil {
+		return *x.Message
+	}
+	return ""
+}
+
+type Subscription struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         *string                `protobuf:"bytes,1,req,name=topic" json:"topic,omitempty"`
+	Subscription  *string                `protobuf:"bytes,2,req,name=subscription" json:"subscription,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Subscription) Reset() {
+	*x = Subscription{}
+	mi := &file_pulsar_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Subscription) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Subscription) ProtoMessage() {}
+
+func (x *Subscription) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Subscription.ProtoReflect.Descriptor instead.
+func (*Subscription) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *Subscription) GetTopic() string {
+	if x != nil && x.Topic != nil {
+		return *x.Topic
+	}
+	return ""
+}
+
+func (x *Subscription) GetSubscription() string {
+	if x != nil && x.Subscription != nil {
+		return *x.Subscription
+	}
+	return ""
+}
+
+type CommandAddSubscriptionToTxn struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RequestId      *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits  *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	Subscription   []*Subscription        `protobuf:"bytes,4,rep,name=subscription" json:"subscription,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+// Default values for CommandAddSubscriptionToTxn fields.
+const (
+	Default_CommandAddSubscriptionToTxn_TxnidLeastBits = uint64(0)
+	Default_CommandAddSubscriptionToTxn_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandAddSubscriptionToTxn) Reset() {
+	*x = CommandAddSubscriptionToTxn{}
+	mi := &file_pulsar_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandAddSubscriptionToTxn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandAddSubscriptionToTxn) ProtoMessage() {}
+
+func (x *CommandAddSubscriptionToTxn) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandAddSubscriptionToTxn.ProtoReflect.Descriptor instead.
+func (*CommandAddSubscriptionToTxn) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *CommandAddSubscriptionToTxn) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandAddSubscriptionToTxn) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandAddSubscriptionToTxn_TxnidLeastBits
+}
+
+func (x *CommandAddSubscriptionToTxn) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandAddSubscriptionToTxn_TxnidMostBits
+}
+
+func (x *CommandAddSubscriptionToTxn) GetSubscription() []*Subscription {
+	if x != nil {
+		return x.Subscription
+	}
+	return nil
+}
+
+type CommandAddSubscriptionToTxnResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RequestId      *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits  *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	Error          *ServerError           `protobuf:"varint,4,opt,name=error,enum=pulsarsim.wire.ServerError" json:"error,omitempty"`
+	Message        *string                `protobuf:"bytes,5,opt,name=message" json:"message,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+// Default values for CommandAddSubscriptionToTxnResponse fields.
+const (
+	Default_CommandAddSubscriptionToTxnResponse_TxnidLeastBits = uint64(0)
+	Default_CommandAddSubscriptionToTxnResponse_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandAddSubscriptionToTxnResponse) Reset() {
+	*x = CommandAddSubscriptionToTxnResponse{}
+	mi := &file_pulsar_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandAddSubscriptionToTxnResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandAddSubscriptionToTxnResponse) ProtoMessage() {}
+
+func (x *CommandAddSubscriptionToTxnResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandAddSubscriptionToTxnResponse.ProtoReflect.Descriptor instead.
+func (*CommandAddSubscriptionToTxnResponse) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *CommandAddSubscriptionToTxnResponse) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandAddSubscriptionToTxnResponse) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandAddSubscriptionToTxnResponse_TxnidLeastBits
+}
+
+func (x *CommandAddSubscriptionToTxnResponse) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandAddSubscriptionToTxnResponse_TxnidMostBits
+}
+
+func (x *CommandAddSubscriptionToTxnResponse) GetError() ServerError {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ServerError_UnknownError
+}
+
+func (x *CommandAddSubscriptionToTxnResponse) GetMessage() string {
+	if x != nil && x.Message != nil {
+		return *x.Message
+	}
+	return ""
+}
+
+type CommandEndTxn struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RequestId      *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits  *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	TxnAction      *TxnAction             `protobuf:"varint,4,opt,name=txn_action,json=txnAction,enum=pulsarsim.wire.TxnAction" json:"txn_action,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+// Default values for CommandEndTxn fields.
+const (
+	Default_CommandEndTxn_TxnidLeastBits = uint64(0)
+	Default_CommandEndTxn_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandEndTxn) Reset() {
+	*x = CommandEndTxn{}
+	mi := &file_pulsar_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandEndTxn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandEndTxn) ProtoMessage() {}
+
+func (x *CommandEndTxn) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandEndTxn.ProtoReflect.Descriptor instead.
+func (*CommandEndTxn) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *CommandEndTxn) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandEndTxn) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandEndTxn_TxnidLeastBits
+}
+
+func (x *CommandEndTxn) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandEndTxn_TxnidMostBits
+}
+
+func (x *CommandEndTxn) GetTxnAction() TxnAction {
+	if x != nil && x.TxnAction != nil {
+		return *x.TxnAction
+	}
+	return TxnAction_COMMIT
+}
+
+type CommandEndTxnResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RequestId      *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits  *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	Error          *ServerError           `protobuf:"varint,4,opt,name=error,enum=pulsarsim.wire.ServerError" json:"error,omitempty"`
+	Message        *string                `protobuf:"bytes,5,opt,name=message" json:"message,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+// Default values for CommandEndTxnResponse fields.
+const (
+	Default_CommandEndTxnResponse_TxnidLeastBits = uint64(0)
+	Default_CommandEndTxnResponse_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandEndTxnResponse) Reset() {
+	*x = CommandEndTxnResponse{}
+	mi := &file_pulsar_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandEndTxnResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandEndTxnResponse) ProtoMessage() {}
+
+func (x *CommandEndTxnResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandEndTxnResponse.ProtoReflect.Descriptor instead.
+func (*CommandEndTxnResponse) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *CommandEndTxnResponse) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandEndTxnResponse) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandEndTxnResponse_TxnidLeastBits
+}
+
+func (x *CommandEndTxnResponse) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandEndTxnResponse_TxnidMostBits
+}
+
+func (x *CommandEndTxnResponse) GetError() ServerError {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ServerError_UnknownError
+}
+
+func (x *CommandEndTxnResponse) GetMessage() string {
+	if x != nil && x.Message != nil {
+		return *x.Message
+	}
+	return ""
+}
+
+// The two END_TXN_ON_* commands go from a coordinator to the broker that owns
+// a topic. pulsarsim is one broker and ends transactions in place, so it only
+// answers them as Pulsar answers a client that is not a super-user.
+type CommandEndTxnOnPartition struct {
+	state                        protoimpl.MessageState `protogen:"open.v1"`
+	RequestId                    *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits               *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits                *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	Topic                        *string                `protobuf:"bytes,4,opt,name=topic" json:"topic,omitempty"`
+	TxnAction                    *TxnAction             `protobuf:"varint,5,opt,name=txn_action,json=txnAction,enum=pulsarsim.wire.TxnAction" json:"txn_action,omitempty"`
+	TxnidLeastBitsOfLowWatermark *uint64                `protobuf:"varint,6,opt,name=txnid_least_bits_of_low_watermark,json=txnidLeastBitsOfLowWatermark" json:"txnid_least_bits_of_low_watermark,omitempty"`
+	unknownFields                protoimpl.UnknownFields
+	sizeCache                    protoimpl.SizeCache
+}
+
+// Default values for CommandEndTxnOnPartition fields.
+const (
+	Default_CommandEndTxnOnPartition_TxnidLeastBits = uint64(0)
+	Default_CommandEndTxnOnPartition_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandEndTxnOnPartition) Reset() {
+	*x = CommandEndTxnOnPartition{}
+	mi := &file_pulsar_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandEndTxnOnPartition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandEndTxnOnPartition) ProtoMessage() {}
+
+func (x *CommandEndTxnOnPartition) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandEndTxnOnPartition.ProtoReflect.Descriptor instead.
+func (*CommandEndTxnOnPartition) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *CommandEndTxnOnPartition) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandEndTxnOnPartition) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandEndTxnOnPartition_TxnidLeastBits
+}
+
+func (x *CommandEndTxnOnPartition) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandEndTxnOnPartition_TxnidMostBits
+}
+
+func (x *CommandEndTxnOnPartition) GetTopic() string {
+	if x != nil && x.Topic != nil {
+		return *x.Topic
+	}
+	return ""
+}
+
+func (x *CommandEndTxnOnPartition) GetTxnAction() TxnAction {
+	if x != nil && x.TxnAction != nil {
+		return *x.TxnAction
+	}
+	return TxnAction_COMMIT
+}
+
+func (x *CommandEndTxnOnPartition) GetTxnidLeastBitsOfLowWatermark() uint64 {
+	if x != nil && x.TxnidLeastBitsOfLowWatermark != nil {
+		return *x.TxnidLeastBitsOfLowWatermark
+	}
+	return 0
+}
+
+type CommandEndTxnOnPartitionResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RequestId      *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits  *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	Error          *ServerError           `protobuf:"varint,4,opt,name=error,enum=pulsarsim.wire.ServerError" json:"error,omitempty"`
+	Message        *string                `protobuf:"bytes,5,opt,name=message" json:"message,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+// Default values for CommandEndTxnOnPartitionResponse fields.
+const (
+	Default_CommandEndTxnOnPartitionResponse_TxnidLeastBits = uint64(0)
+	Default_CommandEndTxnOnPartitionResponse_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandEndTxnOnPartitionResponse) Reset() {
+	*x = CommandEndTxnOnPartitionResponse{}
+	mi := &file_pulsar_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandEndTxnOnPartitionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandEndTxnOnPartitionResponse) ProtoMessage() {}
+
+func (x *CommandEndTxnOnPartitionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandEndTxnOnPartitionResponse.ProtoReflect.Descriptor instead.
+func (*CommandEndTxnOnPartitionResponse) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *CommandEndTxnOnPartitionResponse) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandEndTxnOnPartitionResponse) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandEndTxnOnPartitionResponse_TxnidLeastBits
+}
+
+func (x *CommandEndTxnOnPartitionResponse) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandEndTxnOnPartitionResponse_TxnidMostBits
+}
+
+func (x *CommandEndTxnOnPartitionResponse) GetError() ServerError {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ServerError_UnknownError
+}
+
+func (x *CommandEndTxnOnPartitionResponse) GetMessage() string {
+	if x != nil && x.Message != nil {
+		return *x.Message
+	}
+	return ""
+}
+
+type CommandEndTxnOnSubscription struct {
+	state                        protoimpl.MessageState `protogen:"open.v1"`
+	RequestId                    *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits               *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits                *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	Subscription                 *Subscription          `protobuf:"bytes,4,opt,name=subscription" json:"subscription,omitempty"`
+	TxnAction                    *TxnAction             `protobuf:"varint,5,opt,name=txn_action,json=txnAction,enum=pulsarsim.wire.TxnAction" json:"txn_action,omitempty"`
+	TxnidLeastBitsOfLowWatermark *uint64                `protobuf:"varint,6,opt,name=txnid_least_bits_of_low_watermark,json=txnidLeastBitsOfLowWatermark" json:"txnid_least_bits_of_low_watermark,omitempty"`
+	unknownFields                protoimpl.UnknownFields
+	sizeCache                    protoimpl.SizeCache
+}
+
+// Default values for CommandEndTxnOnSubscription fields.
+const (
+	Default_CommandEndTxnOnSubscription_TxnidLeastBits = uint64(0)
+	Default_CommandEndTxnOnSubscription_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandEndTxnOnSubscription) Reset() {
+	*x = CommandEndTxnOnSubscription{}
+	mi := &file_pulsar_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandEndTxnOnSubscription) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandEndTxnOnSubscription) ProtoMessage() {}
+
+func (x *CommandEndTxnOnSubscription) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandEndTxnOnSubscription.ProtoReflect.Descriptor instead.
+func (*CommandEndTxnOnSubscription) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *CommandEndTxnOnSubscription) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandEndTxnOnSubscription) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandEndTxnOnSubscription_TxnidLeastBits
+}
+
+func (x *CommandEndTxnOnSubscription) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandEndTxnOnSubscription_TxnidMostBits
+}
+
+func (x *CommandEndTxnOnSubscription) GetSubscription() *Subscription {
+	if x != nil {
+		return x.Subscription
+	}
+	return nil
+}
+
+func (x *CommandEndTxnOnSubscription) GetTxnAction() TxnAction {
+	if x != nil && x.TxnAction != nil {
+		return *x.TxnAction
+	}
+	return TxnAction_COMMIT
+}
+
+func (x *CommandEndTxnOnSubscription) GetTxnidLeastBitsOfLowWatermark() uint64 {
+	if x != nil && x.TxnidLeastBitsOfLowWatermark != nil {
+		return *x.TxnidLeastBitsOfLowWatermark
+	}
+	return 0
+}
+
+type CommandEndTxnOnSubscriptionResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RequestId      *uint64                `protobuf:"varint,1,req,name=request_id,json=requestId" json:"request_id,omitempty"`
+	TxnidLeastBits *uint64                `protobuf:"varint,2,opt,name=txnid_least_bits,json=txnidLeastBits,def=0" json:"txnid_least_bits,omitempty"`
+	TxnidMostBits  *uint64                `protobuf:"varint,3,opt,name=txnid_most_bits,json=txnidMostBits,def=0" json:"txnid_most_bits,omitempty"`
+	Error          *ServerError           `protobuf:"varint,4,opt,name=error,enum=pulsarsim.wire.ServerError" json:"error,omitempty"`
+	Message        *string                `protobuf:"bytes,5,opt,name=message" json:"message,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+// Default values for CommandEndTxnOnSubscriptionResponse fields.
+const (
+	Default_CommandEndTxnOnSubscriptionResponse_TxnidLeastBits = uint64(0)
+	Default_CommandEndTxnOnSubscriptionResponse_TxnidMostBits  = uint64(0)
+)
+
+func (x *CommandEndTxnOnSubscriptionResponse) Reset() {
+	*x = CommandEndTxnOnSubscriptionResponse{}
+	mi := &file_pulsar_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandEndTxnOnSubscriptionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandEndTxnOnSubscriptionResponse) ProtoMessage() {}
+
+func (x *CommandEndTxnOnSubscriptionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pulsar_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandEndTxnOnSubscriptionResponse.ProtoReflect.Descriptor instead.
+func (*CommandEndTxnOnSubscriptionResponse) Descriptor() ([]byte, []int) {
+	return file_pulsar_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *CommandEndTxnOnSubscriptionResponse) GetRequestId() uint64 {
+	if x != nil && x.RequestId != nil {
+		return *x.RequestId
+	}
+	return 0
+}
+
+func (x *CommandEndTxnOnSubscriptionResponse) GetTxnidLeastBits() uint64 {
+	if x != nil && x.TxnidLeastBits != nil {
+		return *x.TxnidLeastBits
+	}
+	return Default_CommandEndTxnOnSubscriptionResponse_TxnidLeastBits
+}
+
+func (x *CommandEndTxnOnSubscriptionResponse) GetTxnidMostBits() uint64 {
+	if x != nil && x.TxnidMostBits != nil {
+		return *x.TxnidMostBits
+	}
+	return Default_CommandEndTxnOnSubscriptionResponse_TxnidMostBits
+}
+
+func (x *CommandEndTxnOnSubscriptionResponse) GetError() ServerError {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ServerError_UnknownError
+}
+
+func (x *CommandEndTxnOnSubscriptionResponse) GetMessage() string {
+	if x != nil && x.Message != nil {
+		return *x.Message
+	}
+	return ""
 }
 
 type BaseCommand struct {
@@ -5251,21 +6395,27 @@ type BaseCommand struct {
 	AckResponse                     *CommandAckResponse                      `protobuf:"bytes,38,opt,name=ackResponse" json:"ackResponse,omitempty"`
 	GetOrCreateSchema               *CommandGetOrCreateSchema                `protobuf:"bytes,39,opt,name=getOrCreateSchema" json:"getOrCreateSchema,omitempty"`
 	GetOrCreateSchemaResponse       *CommandGetOrCreateSchemaResponse        `protobuf:"bytes,40,opt,name=getOrCreateSchemaResponse" json:"getOrCreateSchemaResponse,omitempty"`
-	// Transaction requests, read only for their request_id.
-	NewTxn                 *TxnRequest `protobuf:"bytes,50,opt,name=newTxn" json:"newTxn,omitempty"`
-	AddPartitionToTxn      *TxnRequest `protobuf:"bytes,52,opt,name=addPartitionToTxn" json:"addPartitionToTxn,omitempty"`
-	AddSubscriptionToTxn   *TxnRequest `protobuf:"bytes,54,opt,name=addSubscriptionToTxn" json:"addSubscriptionToTxn,omitempty"`
-	EndTxn                 *TxnRequest `protobuf:"bytes,56,opt,name=endTxn" json:"endTxn,omitempty"`
-	EndTxnOnPartition      *TxnRequest `protobuf:"bytes,58,opt,name=endTxnOnPartition" json:"endTxnOnPartition,omitempty"`
-	EndTxnOnSubscription   *TxnRequest `protobuf:"bytes,60,opt,name=endTxnOnSubscription" json:"endTxnOnSubscription,omitempty"`
-	TcClientConnectRequest *TxnRequest `protobuf:"bytes,62,opt,name=tcClientConnectRequest" json:"tcClientConnectRequest,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	NewTxn                          *CommandNewTxn                           `protobuf:"bytes,50,opt,name=newTxn" json:"newTxn,omitempty"`
+	NewTxnResponse                  *CommandNewTxnResponse                   `protobuf:"bytes,51,opt,name=newTxnResponse" json:"newTxnResponse,omitempty"`
+	AddPartitionToTxn               *CommandAddPartitionToTxn                `protobuf:"bytes,52,opt,name=addPartitionToTxn" json:"addPartitionToTxn,omitempty"`
+	AddPartitionToTxnResponse       *CommandAddPartitionToTxnResponse        `protobuf:"bytes,53,opt,name=addPartitionToTxnResponse" json:"addPartitionToTxnResponse,omitempty"`
+	AddSubscriptionToTxn            *CommandAddSubscriptionToTxn             `protobuf:"bytes,54,opt,name=addSubscriptionToTxn" json:"addSubscriptionToTxn,omitempty"`
+	AddSubscriptionToTxnResponse    *CommandAddSubscriptionToTxnResponse     `protobuf:"bytes,55,opt,name=addSubscriptionToTxnResponse" json:"addSubscriptionToTxnResponse,omitempty"`
+	EndTxn                          *CommandEndTxn                           `protobuf:"bytes,56,opt,name=endTxn" json:"endTxn,omitempty"`
+	EndTxnResponse                  *CommandEndTxnResponse                   `protobuf:"bytes,57,opt,name=endTxnResponse" json:"endTxnResponse,omitempty"`
+	EndTxnOnPartition               *CommandEndTxnOnPartition                `protobuf:"bytes,58,opt,name=endTxnOnPartition" json:"endTxnOnPartition,omitempty"`
+	EndTxnOnPartitionResponse       *CommandEndTxnOnPartitionResponse        `protobuf:"bytes,59,opt,name=endTxnOnPartitionResponse" json:"endTxnOnPartitionResponse,omitempty"`
+	EndTxnOnSubscription            *CommandEndTxnOnSubscription             `protobuf:"bytes,60,opt,name=endTxnOnSubscription" json:"endTxnOnSubscription,omitempty"`
+	EndTxnOnSubscriptionResponse    *CommandEndTxnOnSubscriptionResponse     `protobuf:"bytes,61,opt,name=endTxnOnSubscriptionResponse" json:"endTxnOnSubscriptionResponse,omitempty"`
+	TcClientConnectRequest          *CommandTcClientConnectRequest           `protobuf:"bytes,62,opt,name=tcClientConnectRequest" json:"tcClientConnectRequest,omitempty"`
+	TcClientConnectResponse         *CommandTcClientConnectResponse          `protobuf:"bytes,63,opt,name=tcClientConnectResponse" json:"tcClientConnectResponse,omitempty"`
+	unknownFields                   protoimpl.UnknownFields
+	sizeCache                       protoimpl.SizeCache
 }
 
 func (x *BaseCommand) Reset() {
 	*x = BaseCommand{}
-	mi := &file_pulsar_proto_msgTypes[50]
+	mi := &file_pulsar_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5277,7 +6427,7 @@ func (x *BaseCommand) String() string {
 func (*BaseCommand) ProtoMessage() {}
 
 func (x *BaseCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_pulsar_proto_msgTypes[50]
+	mi := &file_pulsar_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5290,7 +6440,7 @@ func (x *BaseCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BaseCommand.ProtoReflect.Descriptor instead.
 func (*BaseCommand) Descriptor() ([]byte, []int) {
-	return file_pulsar_proto_rawDescGZIP(), []int{50}
+	return file_pulsar_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *BaseCommand) GetType() BaseCommand_Type {
@@ -5573,51 +6723,100 @@ func (x *BaseCommand) GetGetOrCreateSchemaResponse() *CommandGetOrCreateSchemaRe
 	return nil
 }
 
-func (x *BaseCommand) GetNewTxn() *TxnRequest {
+func (x *BaseCommand) GetNewTxn() *CommandNewTxn {
 	if x != nil {
 		return x.NewTxn
 	}
 	return nil
 }
 
-func (x *BaseCommand) GetAddPartitionToTxn() *TxnRequest {
+func (x *BaseCommand) GetNewTxnResponse() *CommandNewTxnResponse {
+	if x != nil {
+		return x.NewTxnResponse
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetAddPartitionToTxn() *CommandAddPartitionToTxn {
 	if x != nil {
 		return x.AddPartitionToTxn
 	}
 	return nil
 }
 
-func (x *BaseCommand) GetAddSubscriptionToTxn() *TxnRequest {
+func (x *BaseCommand) GetAddPartitionToTxnResponse() *CommandAddPartitionToTxnResponse {
+	if x != nil {
+		return x.AddPartitionToTxnResponse
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetAddSubscriptionToTxn() *CommandAddSubscriptionToTxn {
 	if x != nil {
 		return x.AddSubscriptionToTxn
 	}
 	return nil
 }
 
-func (x *BaseCommand) GetEndTxn() *TxnRequest {
+func (x *BaseCommand) GetAddSubscriptionToTxnResponse() *CommandAddSubscriptionToTxnResponse {
+	if x != nil {
+		return x.AddSubscriptionToTxnResponse
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetEndTxn() *CommandEndTxn {
 	if x != nil {
 		return x.EndTxn
 	}
 	return nil
 }
 
-func (x *BaseCommand) GetEndTxnOnPartition() *TxnRequest {
+func (x *BaseCommand) GetEndTxnResponse() *CommandEndTxnResponse {
+	if x != nil {
+		return x.EndTxnResponse
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetEndTxnOnPartition() *CommandEndTxnOnPartition {
 	if x != nil {
 		return x.EndTxnOnPartition
 	}
 	return nil
 }
 
-func (x *BaseCommand) GetEndTxnOnSubscription() *TxnRequest {
+func (x *BaseCommand) GetEndTxnOnPartitionResponse() *CommandEndTxnOnPartitionResponse {
+	if x != nil {
+		return x.EndTxnOnPartitionResponse
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetEndTxnOnSubscription() *CommandEndTxnOnSubscription {
 	if x != nil {
 		return x.EndTxnOnSubscription
 	}
 	return nil
 }
 
-func (x *BaseCommand) GetTcClientConnectRequest() *TxnRequest {
+func (x *BaseCommand) GetEndTxnOnSubscriptionResponse() *CommandEndTxnOnSubscriptionResponse {
+	if x != nil {
+		return x.EndTxnOnSubscriptionResponse
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetTcClientConnectRequest() *CommandTcClientConnectRequest {
 	if x != nil {
 		return x.TcClientConnectRequest
+	}
+	return nil
+}
+
+func (x *BaseCommand) GetTcClientConnectResponse() *CommandTcClientConnectResponse {
+	if x != nil {
+		return x.TcClientConnectResponse
 	}
 	return nil
 }
@@ -6095,11 +7294,105 @@ const file_pulsar_proto_rawDesc = "" +
 	"\n" +
 	"error_code\x18\x02 \x01(\x0e2\x1b.pulsarsim.wire.ServerErrorR\terrorCode\x12#\n" +
 	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x12%\n" +
-	"\x0eschema_version\x18\x04 \x01(\fR\rschemaVersion\"+\n" +
+	"\x0eschema_version\x18\x04 \x01(\fR\rschemaVersion\"V\n" +
+	"\x1dCommandTcClientConnectRequest\x12\x1d\n" +
 	"\n" +
-	"TxnRequest\x12\x1d\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12\x16\n" +
+	"\x05tc_id\x18\x02 \x02(\x04:\x010R\x04tcId\"\x8c\x01\n" +
+	"\x1eCommandTcClientConnectResponse\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x01 \x02(\x04R\trequestId\"\x8c&\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x121\n" +
+	"\x05error\x18\x02 \x01(\x0e2\x1b.pulsarsim.wire.ServerErrorR\x05error\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"q\n" +
+	"\rCommandNewTxn\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12)\n" +
+	"\x0ftxn_ttl_seconds\x18\x02 \x01(\x04:\x010R\rtxnTtlSeconds\x12\x16\n" +
+	"\x05tc_id\x18\x03 \x01(\x04:\x010R\x04tcId\"\xdb\x01\n" +
+	"\x15CommandNewTxnResponse\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x121\n" +
+	"\x05error\x18\x04 \x01(\x0e2\x1b.pulsarsim.wire.ServerErrorR\x05error\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\xb1\x01\n" +
+	"\x18CommandAddPartitionToTxn\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\x04 \x03(\tR\n" +
+	"partitions\"\xe6\x01\n" +
+	" CommandAddPartitionToTxnResponse\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x121\n" +
+	"\x05error\x18\x04 \x01(\x0e2\x1b.pulsarsim.wire.ServerErrorR\x05error\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"H\n" +
+	"\fSubscription\x12\x14\n" +
+	"\x05topic\x18\x01 \x02(\tR\x05topic\x12\"\n" +
+	"\fsubscription\x18\x02 \x02(\tR\fsubscription\"\xd6\x01\n" +
+	"\x1bCommandAddSubscriptionToTxn\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x12@\n" +
+	"\fsubscription\x18\x04 \x03(\v2\x1c.pulsarsim.wire.SubscriptionR\fsubscription\"\xe9\x01\n" +
+	"#CommandAddSubscriptionToTxnResponse\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x121\n" +
+	"\x05error\x18\x04 \x01(\x0e2\x1b.pulsarsim.wire.ServerErrorR\x05error\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\xc0\x01\n" +
+	"\rCommandEndTxn\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x128\n" +
+	"\n" +
+	"txn_action\x18\x04 \x01(\x0e2\x19.pulsarsim.wire.TxnActionR\ttxnAction\"\xdb\x01\n" +
+	"\x15CommandEndTxnResponse\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x121\n" +
+	"\x05error\x18\x04 \x01(\x0e2\x1b.pulsarsim.wire.ServerErrorR\x05error\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\xaa\x02\n" +
+	"\x18CommandEndTxnOnPartition\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x12\x14\n" +
+	"\x05topic\x18\x04 \x01(\tR\x05topic\x128\n" +
+	"\n" +
+	"txn_action\x18\x05 \x01(\x0e2\x19.pulsarsim.wire.TxnActionR\ttxnAction\x12G\n" +
+	"!txnid_least_bits_of_low_watermark\x18\x06 \x01(\x04R\x1ctxnidLeastBitsOfLowWatermark\"\xe6\x01\n" +
+	" CommandEndTxnOnPartitionResponse\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x121\n" +
+	"\x05error\x18\x04 \x01(\x0e2\x1b.pulsarsim.wire.ServerErrorR\x05error\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\xd9\x02\n" +
+	"\x1bCommandEndTxnOnSubscription\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x12@\n" +
+	"\fsubscription\x18\x04 \x01(\v2\x1c.pulsarsim.wire.SubscriptionR\fsubscription\x128\n" +
+	"\n" +
+	"txn_action\x18\x05 \x01(\x0e2\x19.pulsarsim.wire.TxnActionR\ttxnAction\x12G\n" +
+	"!txnid_least_bits_of_low_watermark\x18\x06 \x01(\x04R\x1ctxnidLeastBitsOfLowWatermark\"\xe9\x01\n" +
+	"#CommandEndTxnOnSubscriptionResponse\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x02(\x04R\trequestId\x12+\n" +
+	"\x10txnid_least_bits\x18\x02 \x01(\x04:\x010R\x0etxnidLeastBits\x12)\n" +
+	"\x0ftxnid_most_bits\x18\x03 \x01(\x04:\x010R\rtxnidMostBits\x121\n" +
+	"\x05error\x18\x04 \x01(\x0e2\x1b.pulsarsim.wire.ServerErrorR\x05error\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\xbd,\n" +
 	"\vBaseCommand\x124\n" +
 	"\x04type\x18\x01 \x02(\x0e2 .pulsarsim.wire.BaseCommand.TypeR\x04type\x128\n" +
 	"\aconnect\x18\x02 \x01(\v2\x1e.pulsarsim.wire.CommandConnectR\aconnect\x12>\n" +
@@ -6142,14 +7435,21 @@ const file_pulsar_proto_rawDesc = "" +
 	"\fauthResponse\x18% \x01(\v2#.pulsarsim.wire.CommandAuthResponseR\fauthResponse\x12D\n" +
 	"\vackResponse\x18& \x01(\v2\".pulsarsim.wire.CommandAckResponseR\vackResponse\x12V\n" +
 	"\x11getOrCreateSchema\x18' \x01(\v2(.pulsarsim.wire.CommandGetOrCreateSchemaR\x11getOrCreateSchema\x12n\n" +
-	"\x19getOrCreateSchemaResponse\x18( \x01(\v20.pulsarsim.wire.CommandGetOrCreateSchemaResponseR\x19getOrCreateSchemaResponse\x122\n" +
-	"\x06newTxn\x182 \x01(\v2\x1a.pulsarsim.wire.TxnRequestR\x06newTxn\x12H\n" +
-	"\x11addPartitionToTxn\x184 \x01(\v2\x1a.pulsarsim.wire.TxnRequestR\x11addPartitionToTxn\x12N\n" +
-	"\x14addSubscriptionToTxn\x186 \x01(\v2\x1a.pulsarsim.wire.TxnRequestR\x14addSubscriptionToTxn\x122\n" +
-	"\x06endTxn\x188 \x01(\v2\x1a.pulsarsim.wire.TxnRequestR\x06endTxn\x12H\n" +
-	"\x11endTxnOnPartition\x18: \x01(\v2\x1a.pulsarsim.wire.TxnRequestR\x11endTxnOnPartition\x12N\n" +
-	"\x14endTxnOnSubscription\x18< \x01(\v2\x1a.pulsarsim.wire.TxnRequestR\x14endTxnOnSubscription\x12R\n" +
-	"\x16tcClientConnectRequest\x18> \x01(\v2\x1a.pulsarsim.wire.TxnRequestR\x16tcClientConnectRequest\"\x9a\n" +
+	"\x19getOrCreateSchemaResponse\x18( \x01(\v20.pulsarsim.wire.CommandGetOrCreateSchemaResponseR\x19getOrCreateSchemaResponse\x125\n" +
+	"\x06newTxn\x182 \x01(\v2\x1d.pulsarsim.wire.CommandNewTxnR\x06newTxn\x12M\n" +
+	"\x0enewTxnResponse\x183 \x01(\v2%.pulsarsim.wire.CommandNewTxnResponseR\x0enewTxnResponse\x12V\n" +
+	"\x11addPartitionToTxn\x184 \x01(\v2(.pulsarsim.wire.CommandAddPartitionToTxnR\x11addPartitionToTxn\x12n\n" +
+	"\x19addPartitionToTxnResponse\x185 \x01(\v20.pulsarsim.wire.CommandAddPartitionToTxnResponseR\x19addPartitionToTxnResponse\x12_\n" +
+	"\x14addSubscriptionToTxn\x186 \x01(\v2+.pulsarsim.wire.CommandAddSubscriptionToTxnR\x14addSubscriptionToTxn\x12w\n" +
+	"\x1caddSubscriptionToTxnResponse\x187 \x01(\v23.pulsarsim.wire.CommandAddSubscriptionToTxnResponseR\x1caddSubscriptionToTxnResponse\x125\n" +
+	"\x06endTxn\x188 \x01(\v2\x1d.pulsarsim.wire.CommandEndTxnR\x06endTxn\x12M\n" +
+	"\x0eendTxnResponse\x189 \x01(\v2%.pulsarsim.wire.CommandEndTxnResponseR\x0eendTxnResponse\x12V\n" +
+	"\x11endTxnOnPartition\x18: \x01(\v2(.pulsarsim.wire.CommandEndTxnOnPartitionR\x11endTxnOnPartition\x12n\n" +
+	"\x19endTxnOnPartitionResponse\x18; \x01(\v20.pulsarsim.wire.CommandEndTxnOnPartitionResponseR\x19endTxnOnPartitionResponse\x12_\n" +
+	"\x14endTxnOnSubscription\x18< \x01(\v2+.pulsarsim.wire.CommandEndTxnOnSubscriptionR\x14endTxnOnSubscription\x12w\n" +
+	"\x1cendTxnOnSubscriptionResponse\x18= \x01(\v23.pulsarsim.wire.CommandEndTxnOnSubscriptionResponseR\x1cendTxnOnSubscriptionResponse\x12e\n" +
+	"\x16tcClientConnectRequest\x18> \x01(\v2-.pulsarsim.wire.CommandTcClientConnectRequestR\x16tcClientConnectRequest\x12h\n" +
+	"\x17tcClientConnectResponse\x18? \x01(\v2..pulsarsim.wire.CommandTcClientConnectResponseR\x17tcClientConnectResponse\"\x9a\n" +
 	"\n" +
 	"\x04Type\x12\v\n" +
 	"\aCONNECT\x10\x02\x12\r\n" +
@@ -6264,7 +7564,11 @@ const file_pulsar_proto_rawDesc = "" +
 	"\n" +
 	"AUTO_SPLIT\x10\x00\x12\n" +
 	"\n" +
-	"\x06STICKY\x10\x01B,Z*github.com/pulsarsim/pulsarsim/protocol/pb"
+	"\x06STICKY\x10\x01*\"\n" +
+	"\tTxnAction\x12\n" +
+	"\n" +
+	"\x06COMMIT\x10\x00\x12\t\n" +
+	"\x05ABORT\x10\x01B,Z*github.com/pulsarsim/pulsarsim/protocol/pb"
 
 var (
 	file_pulsar_proto_rawDescOnce sync.Once
@@ -6278,177 +7582,211 @@ func file_pulsar_proto_rawDescGZIP() []byte {
 	return file_pulsar_proto_rawDescData
 }
 
-var file_pulsar_proto_enumTypes = make([]protoimpl.EnumInfo, 14)
-var file_pulsar_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_pulsar_proto_enumTypes = make([]protoimpl.EnumInfo, 15)
+var file_pulsar_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
 var file_pulsar_proto_goTypes = []any{
 	(CompressionType)(0),    // 0: pulsarsim.wire.CompressionType
 	(ProducerAccessMode)(0), // 1: pulsarsim.wire.ProducerAccessMode
 	(ServerError)(0),        // 2: pulsarsim.wire.ServerError
 	(AuthMethod)(0),         // 3: pulsarsim.wire.AuthMethod
 	(KeySharedMode)(0),      // 4: pulsarsim.wire.KeySharedMode
-	(Schema_Type)(0),        // 5: pulsarsim.wire.Schema.Type
-	(CommandPartitionedTopicMetadataResponse_LookupType)(0), // 6: pulsarsim.wire.CommandPartitionedTopicMetadataResponse.LookupType
-	(CommandLookupTopicResponse_LookupType)(0),              // 7: pulsarsim.wire.CommandLookupTopicResponse.LookupType
-	(CommandGetTopicsOfNamespace_Mode)(0),                   // 8: pulsarsim.wire.CommandGetTopicsOfNamespace.Mode
-	(CommandSubscribe_SubType)(0),                           // 9: pulsarsim.wire.CommandSubscribe.SubType
-	(CommandSubscribe_InitialPosition)(0),                   // 10: pulsarsim.wire.CommandSubscribe.InitialPosition
-	(CommandAck_AckType)(0),                                 // 11: pulsarsim.wire.CommandAck.AckType
-	(CommandAck_ValidationError)(0),                         // 12: pulsarsim.wire.CommandAck.ValidationError
-	(BaseCommand_Type)(0),                                   // 13: pulsarsim.wire.BaseCommand.Type
-	(*KeyValue)(nil),                                        // 14: pulsarsim.wire.KeyValue
-	(*KeyLongValue)(nil),                                    // 15: pulsarsim.wire.KeyLongValue
-	(*IntRange)(nil),                                        // 16: pulsarsim.wire.IntRange
-	(*MessageIdData)(nil),                                   // 17: pulsarsim.wire.MessageIdData
-	(*Schema)(nil),                                          // 18: pulsarsim.wire.Schema
-	(*MessageMetadata)(nil),                                 // 19: pulsarsim.wire.MessageMetadata
-	(*SingleMessageMetadata)(nil),                           // 20: pulsarsim.wire.SingleMessageMetadata
-	(*FeatureFlags)(nil),                                    // 21: pulsarsim.wire.FeatureFlags
-	(*CommandConnect)(nil),                                  // 22: pulsarsim.wire.CommandConnect
-	(*AuthData)(nil),                                        // 23: pulsarsim.wire.AuthData
-	(*CommandAuthChallenge)(nil),                            // 24: pulsarsim.wire.CommandAuthChallenge
-	(*CommandAuthResponse)(nil),                             // 25: pulsarsim.wire.CommandAuthResponse
-	(*CommandConnected)(nil),                                // 26: pulsarsim.wire.CommandConnected
-	(*CommandPing)(nil),                                     // 27: pulsarsim.wire.CommandPing
-	(*CommandPong)(nil),                                     // 28: pulsarsim.wire.CommandPong
-	(*CommandPartitionedTopicMetadata)(nil),                 // 29: pulsarsim.wire.CommandPartitionedTopicMetadata
-	(*CommandPartitionedTopicMetadataResponse)(nil),         // 30: pulsarsim.wire.CommandPartitionedTopicMetadataResponse
-	(*CommandLookupTopic)(nil),                              // 31: pulsarsim.wire.CommandLookupTopic
-	(*CommandLookupTopicResponse)(nil),                      // 32: pulsarsim.wire.CommandLookupTopicResponse
-	(*CommandGetTopicsOfNamespace)(nil),                     // 33: pulsarsim.wire.CommandGetTopicsOfNamespace
-	(*CommandGetTopicsOfNamespaceResponse)(nil),             // 34: pulsarsim.wire.CommandGetTopicsOfNamespaceResponse
-	(*CommandProducer)(nil),                                 // 35: pulsarsim.wire.CommandProducer
-	(*CommandProducerSuccess)(nil),                          // 36: pulsarsim.wire.CommandProducerSuccess
-	(*CommandSend)(nil),                                     // 37: pulsarsim.wire.CommandSend
-	(*CommandSendReceipt)(nil),                              // 38: pulsarsim.wire.CommandSendReceipt
-	(*CommandSendError)(nil),                                // 39: pulsarsim.wire.CommandSendError
-	(*CommandCloseProducer)(nil),                            // 40: pulsarsim.wire.CommandCloseProducer
-	(*KeySharedMeta)(nil),                                   // 41: pulsarsim.wire.KeySharedMeta
-	(*CommandSubscribe)(nil),                                // 42: pulsarsim.wire.CommandSubscribe
-	(*CommandFlow)(nil),                                     // 43: pulsarsim.wire.CommandFlow
-	(*CommandMessage)(nil),                                  // 44: pulsarsim.wire.CommandMessage
-	(*CommandAck)(nil),                                      // 45: pulsarsim.wire.CommandAck
-	(*CommandAckResponse)(nil),                              // 46: pulsarsim.wire.CommandAckResponse
-	(*CommandRedeliverUnacknowledgedMessages)(nil),          // 47: pulsarsim.wire.CommandRedeliverUnacknowledgedMessages
-	(*CommandActiveConsumerChange)(nil),                     // 48: pulsarsim.wire.CommandActiveConsumerChange
-	(*CommandUnsubscribe)(nil),                              // 49: pulsarsim.wire.CommandUnsubscribe
-	(*CommandSeek)(nil),                                     // 50: pulsarsim.wire.CommandSeek
-	(*CommandReachedEndOfTopic)(nil),                        // 51: pulsarsim.wire.CommandReachedEndOfTopic
-	(*CommandCloseConsumer)(nil),                            // 52: pulsarsim.wire.CommandCloseConsumer
-	(*CommandConsumerStats)(nil),                            // 53: pulsarsim.wire.CommandConsumerStats
-	(*CommandConsumerStatsResponse)(nil),                    // 54: pulsarsim.wire.CommandConsumerStatsResponse
-	(*CommandGetLastMessageId)(nil),                         // 55: pulsarsim.wire.CommandGetLastMessageId
-	(*CommandGetLastMessageIdResponse)(nil),                 // 56: pulsarsim.wire.CommandGetLastMessageIdResponse
-	(*CommandSuccess)(nil),                                  // 57: pulsarsim.wire.CommandSuccess
-	(*CommandError)(nil),                                    // 58: pulsarsim.wire.CommandError
-	(*CommandGetSchema)(nil),                                // 59: pulsarsim.wire.CommandGetSchema
-	(*CommandGetSchemaResponse)(nil),                        // 60: pulsarsim.wire.CommandGetSchemaResponse
-	(*CommandGetOrCreateSchema)(nil),                        // 61: pulsarsim.wire.CommandGetOrCreateSchema
-	(*CommandGetOrCreateSchemaResponse)(nil),                // 62: pulsarsim.wire.CommandGetOrCreateSchemaResponse
-	(*TxnRequest)(nil),                                      // 63: pulsarsim.wire.TxnRequest
-	(*BaseCommand)(nil),                                     // 64: pulsarsim.wire.BaseCommand
+	(TxnAction)(0),          // 5: pulsarsim.wire.TxnAction
+	(Schema_Type)(0),        // 6: pulsarsim.wire.Schema.Type
+	(CommandPartitionedTopicMetadataResponse_LookupType)(0), // 7: pulsarsim.wire.CommandPartitionedTopicMetadataResponse.LookupType
+	(CommandLookupTopicResponse_LookupType)(0),              // 8: pulsarsim.wire.CommandLookupTopicResponse.LookupType
+	(CommandGetTopicsOfNamespace_Mode)(0),                   // 9: pulsarsim.wire.CommandGetTopicsOfNamespace.Mode
+	(CommandSubscribe_SubType)(0),                           // 10: pulsarsim.wire.CommandSubscribe.SubType
+	(CommandSubscribe_InitialPosition)(0),                   // 11: pulsarsim.wire.CommandSubscribe.InitialPosition
+	(CommandAck_AckType)(0),                                 // 12: pulsarsim.wire.CommandAck.AckType
+	(CommandAck_ValidationError)(0),                         // 13: pulsarsim.wire.CommandAck.ValidationError
+	(BaseCommand_Type)(0),                                   // 14: pulsarsim.wire.BaseCommand.Type
+	(*KeyValue)(nil),                                        // 15: pulsarsim.wire.KeyValue
+	(*KeyLongValue)(nil),                                    // 16: pulsarsim.wire.KeyLongValue
+	(*IntRange)(nil),                                        // 17: pulsarsim.wire.IntRange
+	(*MessageIdData)(nil),                                   // 18: pulsarsim.wire.MessageIdData
+	(*Schema)(nil),                                          // 19: pulsarsim.wire.Schema
+	(*MessageMetadata)(nil),                                 // 20: pulsarsim.wire.MessageMetadata
+	(*SingleMessageMetadata)(nil),                           // 21: pulsarsim.wire.SingleMessageMetadata
+	(*FeatureFlags)(nil),                                    // 22: pulsarsim.wire.FeatureFlags
+	(*CommandConnect)(nil),                                  // 23: pulsarsim.wire.CommandConnect
+	(*AuthData)(nil),                                        // 24: pulsarsim.wire.AuthData
+	(*CommandAuthChallenge)(nil),                            // 25: pulsarsim.wire.CommandAuthChallenge
+	(*CommandAuthResponse)(nil),                             // 26: pulsarsim.wire.CommandAuthResponse
+	(*CommandConnected)(nil),                                // 27: pulsarsim.wire.CommandConnected
+	(*CommandPing)(nil),                                     // 28: pulsarsim.wire.CommandPing
+	(*CommandPong)(nil),                                     // 29: pulsarsim.wire.CommandPong
+	(*CommandPartitionedTopicMetadata)(nil),                 // 30: pulsarsim.wire.CommandPartitionedTopicMetadata
+	(*CommandPartitionedTopicMetadataResponse)(nil),         // 31: pulsarsim.wire.CommandPartitionedTopicMetadataResponse
+	(*CommandLookupTopic)(nil),                              // 32: pulsarsim.wire.CommandLookupTopic
+	(*CommandLookupTopicResponse)(nil),                      // 33: pulsarsim.wire.CommandLookupTopicResponse
+	(*CommandGetTopicsOfNamespace)(nil),                     // 34: pulsarsim.wire.CommandGetTopicsOfNamespace
+	(*CommandGetTopicsOfNamespaceResponse)(nil),             // 35: pulsarsim.wire.CommandGetTopicsOfNamespaceResponse
+	(*CommandProducer)(nil),                                 // 36: pulsarsim.wire.CommandProducer
+	(*CommandProducerSuccess)(nil),                          // 37: pulsarsim.wire.CommandProducerSuccess
+	(*CommandSend)(nil),                                     // 38: pulsarsim.wire.CommandSend
+	(*CommandSendReceipt)(nil),                              // 39: pulsarsim.wire.CommandSendReceipt
+	(*CommandSendError)(nil),                                // 40: pulsarsim.wire.CommandSendError
+	(*CommandCloseProducer)(nil),                            // 41: pulsarsim.wire.CommandCloseProducer
+	(*KeySharedMeta)(nil),                                   // 42: pulsarsim.wire.KeySharedMeta
+	(*CommandSubscribe)(nil),                                // 43: pulsarsim.wire.CommandSubscribe
+	(*CommandFlow)(nil),                                     // 44: pulsarsim.wire.CommandFlow
+	(*CommandMessage)(nil),                                  // 45: pulsarsim.wire.CommandMessage
+	(*CommandAck)(nil),                                      // 46: pulsarsim.wire.CommandAck
+	(*CommandAckResponse)(nil),                              // 47: pulsarsim.wire.CommandAckResponse
+	(*CommandRedeliverUnacknowledgedMessages)(nil),          // 48: pulsarsim.wire.CommandRedeliverUnacknowledgedMessages
+	(*CommandActiveConsumerChange)(nil),                     // 49: pulsarsim.wire.CommandActiveConsumerChange
+	(*CommandUnsubscribe)(nil),                              // 50: pulsarsim.wire.CommandUnsubscribe
+	(*CommandSeek)(nil),                                     // 51: pulsarsim.wire.CommandSeek
+	(*CommandReachedEndOfTopic)(nil),                        // 52: pulsarsim.wire.CommandReachedEndOfTopic
+	(*CommandCloseConsumer)(nil),                            // 53: pulsarsim.wire.CommandCloseConsumer
+	(*CommandConsumerStats)(nil),                            // 54: pulsarsim.wire.CommandConsumerStats
+	(*CommandConsumerStatsResponse)(nil),                    // 55: pulsarsim.wire.CommandConsumerStatsResponse
+	(*CommandGetLastMessageId)(nil),                         // 56: pulsarsim.wire.CommandGetLastMessageId
+	(*CommandGetLastMessageIdResponse)(nil),                 // 57: pulsarsim.wire.CommandGetLastMessageIdResponse
+	(*CommandSuccess)(nil),                                  // 58: pulsarsim.wire.CommandSuccess
+	(*CommandError)(nil),                                    // 59: pulsarsim.wire.CommandError
+	(*CommandGetSchema)(nil),                                // 60: pulsarsim.wire.CommandGetSchema
+	(*CommandGetSchemaResponse)(nil),                        // 61: pulsarsim.wire.CommandGetSchemaResponse
+	(*CommandGetOrCreateSchema)(nil),                        // 62: pulsarsim.wire.CommandGetOrCreateSchema
+	(*CommandGetOrCreateSchemaResponse)(nil),                // 63: pulsarsim.wire.CommandGetOrCreateSchemaResponse
+	(*CommandTcClientConnectRequest)(nil),                   // 64: pulsarsim.wire.CommandTcClientConnectRequest
+	(*CommandTcClientConnectResponse)(nil),                  // 65: pulsarsim.wire.CommandTcClientConnectResponse
+	(*CommandNewTxn)(nil),                                   // 66: pulsarsim.wire.CommandNewTxn
+	(*CommandNewTxnResponse)(nil),                           // 67: pulsarsim.wire.CommandNewTxnResponse
+	(*CommandAddPartitionToTxn)(nil),                        // 68: pulsarsim.wire.CommandAddPartitionToTxn
+	(*CommandAddPartitionToTxnResponse)(nil),                // 69: pulsarsim.wire.CommandAddPartitionToTxnResponse
+	(*Subscription)(nil),                                    // 70: pulsarsim.wire.Subscription
+	(*CommandAddSubscriptionToTxn)(nil),                     // 71: pulsarsim.wire.CommandAddSubscriptionToTxn
+	(*CommandAddSubscriptionToTxnResponse)(nil),             // 72: pulsarsim.wire.CommandAddSubscriptionToTxnResponse
+	(*CommandEndTxn)(nil),                                   // 73: pulsarsim.wire.CommandEndTxn
+	(*CommandEndTxnResponse)(nil),                           // 74: pulsarsim.wire.CommandEndTxnResponse
+	(*CommandEndTxnOnPartition)(nil),                        // 75: pulsarsim.wire.CommandEndTxnOnPartition
+	(*CommandEndTxnOnPartitionResponse)(nil),                // 76: pulsarsim.wire.CommandEndTxnOnPartitionResponse
+	(*CommandEndTxnOnSubscription)(nil),                     // 77: pulsarsim.wire.CommandEndTxnOnSubscription
+	(*CommandEndTxnOnSubscriptionResponse)(nil),             // 78: pulsarsim.wire.CommandEndTxnOnSubscriptionResponse
+	(*BaseCommand)(nil),                                     // 79: pulsarsim.wire.BaseCommand
 }
 var file_pulsar_proto_depIdxs = []int32{
-	17, // 0: pulsarsim.wire.MessageIdData.first_chunk_message_id:type_name -> pulsarsim.wire.MessageIdData
-	5,  // 1: pulsarsim.wire.Schema.type:type_name -> pulsarsim.wire.Schema.Type
-	14, // 2: pulsarsim.wire.Schema.properties:type_name -> pulsarsim.wire.KeyValue
-	14, // 3: pulsarsim.wire.MessageMetadata.properties:type_name -> pulsarsim.wire.KeyValue
-	0,  // 4: pulsarsim.wire.MessageMetadata.compression:type_name -> pulsarsim.wire.CompressionType
-	14, // 5: pulsarsim.wire.SingleMessageMetadata.properties:type_name -> pulsarsim.wire.KeyValue
-	3,  // 6: pulsarsim.wire.CommandConnect.auth_method:type_name -> pulsarsim.wire.AuthMethod
-	21, // 7: pulsarsim.wire.CommandConnect.feature_flags:type_name -> pulsarsim.wire.FeatureFlags
-	23, // 8: pulsarsim.wire.CommandAuthChallenge.challenge:type_name -> pulsarsim.wire.AuthData
-	23, // 9: pulsarsim.wire.CommandAuthResponse.response:type_name -> pulsarsim.wire.AuthData
-	21, // 10: pulsarsim.wire.CommandConnected.feature_flags:type_name -> pulsarsim.wire.FeatureFlags
-	6,  // 11: pulsarsim.wire.CommandPartitionedTopicMetadataResponse.response:type_name -> pulsarsim.wire.CommandPartitionedTopicMetadataResponse.LookupType
-	2,  // 12: pulsarsim.wire.CommandPartitionedTopicMetadataResponse.error:type_name -> pulsarsim.wire.ServerError
-	14, // 13: pulsarsim.wire.CommandLookupTopic.properties:type_name -> pulsarsim.wire.KeyValue
-	7,  // 14: pulsarsim.wire.CommandLookupTopicResponse.response:type_name -> pulsarsim.wire.CommandLookupTopicResponse.LookupType
-	2,  // 15: pulsarsim.wire.CommandLookupTopicResponse.error:type_name -> pulsarsim.wire.ServerError
-	8,  // 16: pulsarsim.wire.CommandGetTopicsOfNamespace.mode:type_name -> pulsarsim.wire.CommandGetTopicsOfNamespace.Mode
-	14, // 17: pulsarsim.wire.CommandProducer.metadata:type_name -> pulsarsim.wire.KeyValue
-	18, // 18: pulsarsim.wire.CommandProducer.schema:type_name -> pulsarsim.wire.Schema
-	1,  // 19: pulsarsim.wire.CommandProducer.producer_access_mode:type_name -> pulsarsim.wire.ProducerAccessMode
-	17, // 20: pulsarsim.wire.CommandSend.message_id:type_name -> pulsarsim.wire.MessageIdData
-	17, // 21: pulsarsim.wire.CommandSendReceipt.message_id:type_name -> pulsarsim.wire.MessageIdData
-	2,  // 22: pulsarsim.wire.CommandSendError.error:type_name -> pulsarsim.wire.ServerError
-	4,  // 23: pulsarsim.wire.KeySharedMeta.keySharedMode:type_name -> pulsarsim.wire.KeySharedMode
-	16, // 24: pulsarsim.wire.KeySharedMeta.hashRanges:type_name -> pulsarsim.wire.IntRange
-	9,  // 25: pulsarsim.wire.CommandSubscribe.subType:type_name -> pulsarsim.wire.CommandSubscribe.SubType
-	17, // 26: pulsarsim.wire.CommandSubscribe.start_message_id:type_name -> pulsarsim.wire.MessageIdData
-	14, // 27: pulsarsim.wire.CommandSubscribe.metadata:type_name -> pulsarsim.wire.KeyValue
-	18, // 28: pulsarsim.wire.CommandSubscribe.schema:type_name -> pulsarsim.wire.Schema
-	10, // 29: pulsarsim.wire.CommandSubscribe.initialPosition:type_name -> pulsarsim.wire.CommandSubscribe.InitialPosition
-	41, // 30: pulsarsim.wire.CommandSubscribe.keySharedMeta:type_name -> pulsarsim.wire.KeySharedMeta
-	14, // 31: pulsarsim.wire.CommandSubscribe.subscription_properties:type_name -> pulsarsim.wire.KeyValue
-	17, // 32: pulsarsim.wire.CommandMessage.message_id:type_name -> pulsarsim.wire.MessageIdData
-	11, // 33: pulsarsim.wire.CommandAck.ack_type:type_name -> pulsarsim.wire.CommandAck.AckType
-	17, // 34: pulsarsim.wire.CommandAck.message_id:type_name -> pulsarsim.wire.MessageIdData
-	12, // 35: pulsarsim.wire.CommandAck.validation_error:type_name -> pulsarsim.wire.CommandAck.ValidationError
-	15, // 36: pulsarsim.wire.CommandAck.properties:type_name -> pulsarsim.wire.KeyLongValue
-	2,  // 37: pulsarsim.wire.CommandAckResponse.error:type_name -> pulsarsim.wire.ServerError
-	17, // 38: pulsarsim.wire.CommandRedeliverUnacknowledgedMessages.message_ids:type_name -> pulsarsim.wire.MessageIdData
-	17, // 39: pulsarsim.wire.CommandSeek.message_id:type_name -> pulsarsim.wire.MessageIdData
-	2,  // 40: pulsarsim.wire.CommandConsumerStatsResponse.error_code:type_name -> pulsarsim.wire.ServerError
-	17, // 41: pulsarsim.wire.CommandGetLastMessageIdResponse.last_message_id:type_name -> pulsarsim.wire.MessageIdData
-	17, // 42: pulsarsim.wire.CommandGetLastMessageIdResponse.consumer_mark_delete_position:type_name -> pulsarsim.wire.MessageIdData
-	18, // 43: pulsarsim.wire.CommandSuccess.schema:type_name -> pulsarsim.wire.Schema
-	2,  // 44: pulsarsim.wire.CommandError.error:type_name -> pulsarsim.wire.ServerError
-	2,  // 45: pulsarsim.wire.CommandGetSchemaResponse.error_code:type_name -> pulsarsim.wire.ServerError
-	18, // 46: pulsarsim.wire.CommandGetSchemaResponse.schema:type_name -> pulsarsim.wire.Schema
-	18, // 47: pulsarsim.wire.CommandGetOrCreateSchema.schema:type_name -> pulsarsim.wire.Schema
-	2,  // 48: pulsarsim.wire.CommandGetOrCreateSchemaResponse.error_code:type_name -> pulsarsim.wire.ServerError
-	13, // 49: pulsarsim.wire.BaseCommand.type:type_name -> pulsarsim.wire.BaseCommand.Type
-	22, // 50: pulsarsim.wire.BaseCommand.connect:type_name -> pulsarsim.wire.CommandConnect
-	26, // 51: pulsarsim.wire.BaseCommand.connected:type_name -> pulsarsim.wire.CommandConnected
-	42, // 52: pulsarsim.wire.BaseCommand.subscribe:type_name -> pulsarsim.wire.CommandSubscribe
-	35, // 53: pulsarsim.wire.BaseCommand.producer:type_name -> pulsarsim.wire.CommandProducer
-	37, // 54: pulsarsim.wire.BaseCommand.send:type_name -> pulsarsim.wire.CommandSend
-	38, // 55: pulsarsim.wire.BaseCommand.send_receipt:type_name -> pulsarsim.wire.CommandSendReceipt
-	39, // 56: pulsarsim.wire.BaseCommand.send_error:type_name -> pulsarsim.wire.CommandSendError
-	44, // 57: pulsarsim.wire.BaseCommand.message:type_name -> pulsarsim.wire.CommandMessage
-	45, // 58: pulsarsim.wire.BaseCommand.ack:type_name -> pulsarsim.wire.CommandAck
-	43, // 59: pulsarsim.wire.BaseCommand.flow:type_name -> pulsarsim.wire.CommandFlow
-	49, // 60: pulsarsim.wire.BaseCommand.unsubscribe:type_name -> pulsarsim.wire.CommandUnsubscribe
-	57, // 61: pulsarsim.wire.BaseCommand.success:type_name -> pulsarsim.wire.CommandSuccess
-	58, // 62: pulsarsim.wire.BaseCommand.error:type_name -> pulsarsim.wire.CommandError
-	40, // 63: pulsarsim.wire.BaseCommand.close_producer:type_name -> pulsarsim.wire.CommandCloseProducer
-	52, // 64: pulsarsim.wire.BaseCommand.close_consumer:type_name -> pulsarsim.wire.CommandCloseConsumer
-	36, // 65: pulsarsim.wire.BaseCommand.producer_success:type_name -> pulsarsim.wire.CommandProducerSuccess
-	27, // 66: pulsarsim.wire.BaseCommand.ping:type_name -> pulsarsim.wire.CommandPing
-	28, // 67: pulsarsim.wire.BaseCommand.pong:type_name -> pulsarsim.wire.CommandPong
-	47, // 68: pulsarsim.wire.BaseCommand.redeliverUnacknowledgedMessages:type_name -> pulsarsim.wire.CommandRedeliverUnacknowledgedMessages
-	29, // 69: pulsarsim.wire.BaseCommand.partitionMetadata:type_name -> pulsarsim.wire.CommandPartitionedTopicMetadata
-	30, // 70: pulsarsim.wire.BaseCommand.partitionMetadataResponse:type_name -> pulsarsim.wire.CommandPartitionedTopicMetadataResponse
-	31, // 71: pulsarsim.wire.BaseCommand.lookupTopic:type_name -> pulsarsim.wire.CommandLookupTopic
-	32, // 72: pulsarsim.wire.BaseCommand.lookupTopicResponse:type_name -> pulsarsim.wire.CommandLookupTopicResponse
-	53, // 73: pulsarsim.wire.BaseCommand.consumerStats:type_name -> pulsarsim.wire.CommandConsumerStats
-	54, // 74: pulsarsim.wire.BaseCommand.consumerStatsResponse:type_name -> pulsarsim.wire.CommandConsumerStatsResponse
-	51, // 75: pulsarsim.wire.BaseCommand.reachedEndOfTopic:type_name -> pulsarsim.wire.CommandReachedEndOfTopic
-	50, // 76: pulsarsim.wire.BaseCommand.seek:type_name -> pulsarsim.wire.CommandSeek
-	55, // 77: pulsarsim.wire.BaseCommand.getLastMessageId:type_name -> pulsarsim.wire.CommandGetLastMessageId
-	56, // 78: pulsarsim.wire.BaseCommand.getLastMessageIdResponse:type_name -> pulsarsim.wire.CommandGetLastMessageIdResponse
-	48, // 79: pulsarsim.wire.BaseCommand.active_consumer_change:type_name -> pulsarsim.wire.CommandActiveConsumerChange
-	33, // 80: pulsarsim.wire.BaseCommand.getTopicsOfNamespace:type_name -> pulsarsim.wire.CommandGetTopicsOfNamespace
-	34, // 81: pulsarsim.wire.BaseCommand.getTopicsOfNamespaceResponse:type_name -> pulsarsim.wire.CommandGetTopicsOfNamespaceResponse
-	59, // 82: pulsarsim.wire.BaseCommand.getSchema:type_name -> pulsarsim.wire.CommandGetSchema
-	60, // 83: pulsarsim.wire.BaseCommand.getSchemaResponse:type_name -> pulsarsim.wire.CommandGetSchemaResponse
-	24, // 84: pulsarsim.wire.BaseCommand.authChallenge:type_name -> pulsarsim.wire.CommandAuthChallenge
-	25, // 85: pulsarsim.wire.BaseCommand.authResponse:type_name -> pulsarsim.wire.CommandAuthResponse
-	46, // 86: pulsarsim.wire.BaseCommand.ackResponse:type_name -> pulsarsim.wire.CommandAckResponse
-	61, // 87: pulsarsim.wire.BaseCommand.getOrCreateSchema:type_name -> pulsarsim.wire.CommandGetOrCreateSchema
-	62, // 88: pulsarsim.wire.BaseCommand.getOrCreateSchemaResponse:type_name -> pulsarsim.wire.CommandGetOrCreateSchemaResponse
-	63, // 89: pulsarsim.wire.BaseCommand.newTxn:type_name -> pulsarsim.wire.TxnRequest
-	63, // 90: pulsarsim.wire.BaseCommand.addPartitionToTxn:type_name -> pulsarsim.wire.TxnRequest
-	63, // 91: pulsarsim.wire.BaseCommand.addSubscriptionToTxn:type_name -> pulsarsim.wire.TxnRequest
-	63, // 92: pulsarsim.wire.BaseCommand.endTxn:type_name -> pulsarsim.wire.TxnRequest
-	63, // 93: pulsarsim.wire.BaseCommand.endTxnOnPartition:type_name -> pulsarsim.wire.TxnRequest
-	63, // 94: pulsarsim.wire.BaseCommand.endTxnOnSubscription:type_name -> pulsarsim.wire.TxnRequest
-	63, // 95: pulsarsim.wire.BaseCommand.tcClientConnectRequest:type_name -> pulsarsim.wire.TxnRequest
-	96, // [96:96] is the sub-list for method output_type
-	96, // [96:96] is the sub-list for method input_type
-	96, // [96:96] is the sub-list for extension type_name
-	96, // [96:96] is the sub-list for extension extendee
-	0,  // [0:96] is the sub-list for field type_name
+	18,  // 0: pulsarsim.wire.MessageIdData.first_chunk_message_id:type_name -> pulsarsim.wire.MessageIdData
+	6,   // 1: pulsarsim.wire.Schema.type:type_name -> pulsarsim.wire.Schema.Type
+	15,  // 2: pulsarsim.wire.Schema.properties:type_name -> pulsarsim.wire.KeyValue
+	15,  // 3: pulsarsim.wire.MessageMetadata.properties:type_name -> pulsarsim.wire.KeyValue
+	0,   // 4: pulsarsim.wire.MessageMetadata.compression:type_name -> pulsarsim.wire.CompressionType
+	15,  // 5: pulsarsim.wire.SingleMessageMetadata.properties:type_name -> pulsarsim.wire.KeyValue
+	3,   // 6: pulsarsim.wire.CommandConnect.auth_method:type_name -> pulsarsim.wire.AuthMethod
+	22,  // 7: pulsarsim.wire.CommandConnect.feature_flags:type_name -> pulsarsim.wire.FeatureFlags
+	24,  // 8: pulsarsim.wire.CommandAuthChallenge.challenge:type_name -> pulsarsim.wire.AuthData
+	24,  // 9: pulsarsim.wire.CommandAuthResponse.response:type_name -> pulsarsim.wire.AuthData
+	22,  // 10: pulsarsim.wire.CommandConnected.feature_flags:type_name -> pulsarsim.wire.FeatureFlags
+	7,   // 11: pulsarsim.wire.CommandPartitionedTopicMetadataResponse.response:type_name -> pulsarsim.wire.CommandPartitionedTopicMetadataResponse.LookupType
+	2,   // 12: pulsarsim.wire.CommandPartitionedTopicMetadataResponse.error:type_name -> pulsarsim.wire.ServerError
+	15,  // 13: pulsarsim.wire.CommandLookupTopic.properties:type_name -> pulsarsim.wire.KeyValue
+	8,   // 14: pulsarsim.wire.CommandLookupTopicResponse.response:type_name -> pulsarsim.wire.CommandLookupTopicResponse.LookupType
+	2,   // 15: pulsarsim.wire.CommandLookupTopicResponse.error:type_name -> pulsarsim.wire.ServerError
+	9,   // 16: pulsarsim.wire.CommandGetTopicsOfNamespace.mode:type_name -> pulsarsim.wire.CommandGetTopicsOfNamespace.Mode
+	15,  // 17: pulsarsim.wire.CommandProducer.metadata:type_name -> pulsarsim.wire.KeyValue
+	19,  // 18: pulsarsim.wire.CommandProducer.schema:type_name -> pulsarsim.wire.Schema
+	1,   // 19: pulsarsim.wire.CommandProducer.producer_access_mode:type_name -> pulsarsim.wire.ProducerAccessMode
+	18,  // 20: pulsarsim.wire.CommandSend.message_id:type_name -> pulsarsim.wire.MessageIdData
+	18,  // 21: pulsarsim.wire.CommandSendReceipt.message_id:type_name -> pulsarsim.wire.MessageIdData
+	2,   // 22: pulsarsim.wire.CommandSendError.error:type_name -> pulsarsim.wire.ServerError
+	4,   // 23: pulsarsim.wire.KeySharedMeta.keySharedMode:type_name -> pulsarsim.wire.KeySharedMode
+	17,  // 24: pulsarsim.wire.KeySharedMeta.hashRanges:type_name -> pulsarsim.wire.IntRange
+	10,  // 25: pulsarsim.wire.CommandSubscribe.subType:type_name -> pulsarsim.wire.CommandSubscribe.SubType
+	18,  // 26: pulsarsim.wire.CommandSubscribe.start_message_id:type_name -> pulsarsim.wire.MessageIdData
+	15,  // 27: pulsarsim.wire.CommandSubscribe.metadata:type_name -> pulsarsim.wire.KeyValue
+	19,  // 28: pulsarsim.wire.CommandSubscribe.schema:type_name -> pulsarsim.wire.Schema
+	11,  // 29: pulsarsim.wire.CommandSubscribe.initialPosition:type_name -> pulsarsim.wire.CommandSubscribe.InitialPosition
+	42,  // 30: pulsarsim.wire.CommandSubscribe.keySharedMeta:type_name -> pulsarsim.wire.KeySharedMeta
+	15,  // 31: pulsarsim.wire.CommandSubscribe.subscription_properties:type_name -> pulsarsim.wire.KeyValue
+	18,  // 32: pulsarsim.wire.CommandMessage.message_id:type_name -> pulsarsim.wire.MessageIdData
+	12,  // 33: pulsarsim.wire.CommandAck.ack_type:type_name -> pulsarsim.wire.CommandAck.AckType
+	18,  // 34: pulsarsim.wire.CommandAck.message_id:type_name -> pulsarsim.wire.MessageIdData
+	13,  // 35: pulsarsim.wire.CommandAck.validation_error:type_name -> pulsarsim.wire.CommandAck.ValidationError
+	16,  // 36: pulsarsim.wire.CommandAck.properties:type_name -> pulsarsim.wire.KeyLongValue
+	2,   // 37: pulsarsim.wire.CommandAckResponse.error:type_name -> pulsarsim.wire.ServerError
+	18,  // 38: pulsarsim.wire.CommandRedeliverUnacknowledgedMessages.message_ids:type_name -> pulsarsim.wire.MessageIdData
+	18,  // 39: pulsarsim.wire.CommandSeek.message_id:type_name -> pulsarsim.wire.MessageIdData
+	2,   // 40: pulsarsim.wire.CommandConsumerStatsResponse.error_code:type_name -> pulsarsim.wire.ServerError
+	18,  // 41: pulsarsim.wire.CommandGetLastMessageIdResponse.last_message_id:type_name -> pulsarsim.wire.MessageIdData
+	18,  // 42: pulsarsim.wire.CommandGetLastMessageIdResponse.consumer_mark_delete_position:type_name -> pulsarsim.wire.MessageIdData
+	19,  // 43: pulsarsim.wire.CommandSuccess.schema:type_name -> pulsarsim.wire.Schema
+	2,   // 44: pulsarsim.wire.CommandError.error:type_name -> pulsarsim.wire.ServerError
+	2,   // 45: pulsarsim.wire.CommandGetSchemaResponse.error_code:type_name -> pulsarsim.wire.ServerError
+	19,  // 46: pulsarsim.wire.CommandGetSchemaResponse.schema:type_name -> pulsarsim.wire.Schema
+	19,  // 47: pulsarsim.wire.CommandGetOrCreateSchema.schema:type_name -> pulsarsim.wire.Schema
+	2,   // 48: pulsarsim.wire.CommandGetOrCreateSchemaResponse.error_code:type_name -> pulsarsim.wire.ServerError
+	2,   // 49: pulsarsim.wire.CommandTcClientConnectResponse.error:type_name -> pulsarsim.wire.ServerError
+	2,   // 50: pulsarsim.wire.CommandNewTxnResponse.error:type_name -> pulsarsim.wire.ServerError
+	2,   // 51: pulsarsim.wire.CommandAddPartitionToTxnResponse.error:type_name -> pulsarsim.wire.ServerError
+	70,  // 52: pulsarsim.wire.CommandAddSubscriptionToTxn.subscription:type_name -> pulsarsim.wire.Subscription
+	2,   // 53: pulsarsim.wire.CommandAddSubscriptionToTxnResponse.error:type_name -> pulsarsim.wire.ServerError
+	5,   // 54: pulsarsim.wire.CommandEndTxn.txn_action:type_name -> pulsarsim.wire.TxnAction
+	2,   // 55: pulsarsim.wire.CommandEndTxnResponse.error:type_name -> pulsarsim.wire.ServerError
+	5,   // 56: pulsarsim.wire.CommandEndTxnOnPartition.txn_action:type_name -> pulsarsim.wire.TxnAction
+	2,   // 57: pulsarsim.wire.CommandEndTxnOnPartitionResponse.error:type_name -> pulsarsim.wire.ServerError
+	70,  // 58: pulsarsim.wire.CommandEndTxnOnSubscription.subscription:type_name -> pulsarsim.wire.Subscription
+	5,   // 59: pulsarsim.wire.CommandEndTxnOnSubscription.txn_action:type_name -> pulsarsim.wire.TxnAction
+	2,   // 60: pulsarsim.wire.CommandEndTxnOnSubscriptionResponse.error:type_name -> pulsarsim.wire.ServerError
+	14,  // 61: pulsarsim.wire.BaseCommand.type:type_name -> pulsarsim.wire.BaseCommand.Type
+	23,  // 62: pulsarsim.wire.BaseCommand.connect:type_name -> pulsarsim.wire.CommandConnect
+	27,  // 63: pulsarsim.wire.BaseCommand.connected:type_name -> pulsarsim.wire.CommandConnected
+	43,  // 64: pulsarsim.wire.BaseCommand.subscribe:type_name -> pulsarsim.wire.CommandSubscribe
+	36,  // 65: pulsarsim.wire.BaseCommand.producer:type_name -> pulsarsim.wire.CommandProducer
+	38,  // 66: pulsarsim.wire.BaseCommand.send:type_name -> pulsarsim.wire.CommandSend
+	39,  // 67: pulsarsim.wire.BaseCommand.send_receipt:type_name -> pulsarsim.wire.CommandSendReceipt
+	40,  // 68: pulsarsim.wire.BaseCommand.send_error:type_name -> pulsarsim.wire.CommandSendError
+	45,  // 69: pulsarsim.wire.BaseCommand.message:type_name -> pulsarsim.wire.CommandMessage
+	46,  // 70: pulsarsim.wire.BaseCommand.ack:type_name -> pulsarsim.wire.CommandAck
+	44,  // 71: pulsarsim.wire.BaseCommand.flow:type_name -> pulsarsim.wire.CommandFlow
+	50,  // 72: pulsarsim.wire.BaseCommand.unsubscribe:type_name -> pulsarsim.wire.CommandUnsubscribe
+	58,  // 73: pulsarsim.wire.BaseCommand.success:type_name -> pulsarsim.wire.CommandSuccess
+	59,  // 74: pulsarsim.wire.BaseCommand.error:type_name -> pulsarsim.wire.CommandError
+	41,  // 75: pulsarsim.wire.BaseCommand.close_producer:type_name -> pulsarsim.wire.CommandCloseProducer
+	53,  // 76: pulsarsim.wire.BaseCommand.close_consumer:type_name -> pulsarsim.wire.CommandCloseConsumer
+	37,  // 77: pulsarsim.wire.BaseCommand.producer_success:type_name -> pulsarsim.wire.CommandProducerSuccess
+	28,  // 78: pulsarsim.wire.BaseCommand.ping:type_name -> pulsarsim.wire.CommandPing
+	29,  // 79: pulsarsim.wire.BaseCommand.pong:type_name -> pulsarsim.wire.CommandPong
+	48,  // 80: pulsarsim.wire.BaseCommand.redeliverUnacknowledgedMessages:type_name -> pulsarsim.wire.CommandRedeliverUnacknowledgedMessages
+	30,  // 81: pulsarsim.wire.BaseCommand.partitionMetadata:type_name -> pulsarsim.wire.CommandPartitionedTopicMetadata
+	31,  // 82: pulsarsim.wire.BaseCommand.partitionMetadataResponse:type_name -> pulsarsim.wire.CommandPartitionedTopicMetadataResponse
+	32,  // 83: pulsarsim.wire.BaseCommand.lookupTopic:type_name -> pulsarsim.wire.CommandLookupTopic
+	33,  // 84: pulsarsim.wire.BaseCommand.lookupTopicResponse:type_name -> pulsarsim.wire.CommandLookupTopicResponse
+	54,  // 85: pulsarsim.wire.BaseCommand.consumerStats:type_name -> pulsarsim.wire.CommandConsumerStats
+	55,  // 86: pulsarsim.wire.BaseCommand.consumerStatsResponse:type_name -> pulsarsim.wire.CommandConsumerStatsResponse
+	52,  // 87: pulsarsim.wire.BaseCommand.reachedEndOfTopic:type_name -> pulsarsim.wire.CommandReachedEndOfTopic
+	51,  // 88: pulsarsim.wire.BaseCommand.seek:type_name -> pulsarsim.wire.CommandSeek
+	56,  // 89: pulsarsim.wire.BaseCommand.getLastMessageId:type_name -> pulsarsim.wire.CommandGetLastMessageId
+	57,  // 90: pulsarsim.wire.BaseCommand.getLastMessageIdResponse:type_name -> pulsarsim.wire.CommandGetLastMessageIdResponse
+	49,  // 91: pulsarsim.wire.BaseCommand.active_consumer_change:type_name -> pulsarsim.wire.CommandActiveConsumerChange
+	34,  // 92: pulsarsim.wire.BaseCommand.getTopicsOfNamespace:type_name -> pulsarsim.wire.CommandGetTopicsOfNamespace
+	35,  // 93: pulsarsim.wire.BaseCommand.getTopicsOfNamespaceResponse:type_name -> pulsarsim.wire.CommandGetTopicsOfNamespaceResponse
+	60,  // 94: pulsarsim.wire.BaseCommand.getSchema:type_name -> pulsarsim.wire.CommandGetSchema
+	61,  // 95: pulsarsim.wire.BaseCommand.getSchemaResponse:type_name -> pulsarsim.wire.CommandGetSchemaResponse
+	25,  // 96: pulsarsim.wire.BaseCommand.authChallenge:type_name -> pulsarsim.wire.CommandAuthChallenge
+	26,  // 97: pulsarsim.wire.BaseCommand.authResponse:type_name -> pulsarsim.wire.CommandAuthResponse
+	47,  // 98: pulsarsim.wire.BaseCommand.ackResponse:type_name -> pulsarsim.wire.CommandAckResponse
+	62,  // 99: pulsarsim.wire.BaseCommand.getOrCreateSchema:type_name -> pulsarsim.wire.CommandGetOrCreateSchema
+	63,  // 100: pulsarsim.wire.BaseCommand.getOrCreateSchemaResponse:type_name -> pulsarsim.wire.CommandGetOrCreateSchemaResponse
+	66,  // 101: pulsarsim.wire.BaseCommand.newTxn:type_name -> pulsarsim.wire.CommandNewTxn
+	67,  // 102: pulsarsim.wire.BaseCommand.newTxnResponse:type_name -> pulsarsim.wire.CommandNewTxnResponse
+	68,  // 103: pulsarsim.wire.BaseCommand.addPartitionToTxn:type_name -> pulsarsim.wire.CommandAddPartitionToTxn
+	69,  // 104: pulsarsim.wire.BaseCommand.addPartitionToTxnResponse:type_name -> pulsarsim.wire.CommandAddPartitionToTxnResponse
+	71,  // 105: pulsarsim.wire.BaseCommand.addSubscriptionToTxn:type_name -> pulsarsim.wire.CommandAddSubscriptionToTxn
+	72,  // 106: pulsarsim.wire.BaseCommand.addSubscriptionToTxnResponse:type_name -> pulsarsim.wire.CommandAddSubscriptionToTxnResponse
+	73,  // 107: pulsarsim.wire.BaseCommand.endTxn:type_name -> pulsarsim.wire.CommandEndTxn
+	74,  // 108: pulsarsim.wire.BaseCommand.endTxnResponse:type_name -> pulsarsim.wire.CommandEndTxnResponse
+	75,  // 109: pulsarsim.wire.BaseCommand.endTxnOnPartition:type_name -> pulsarsim.wire.CommandEndTxnOnPartition
+	76,  // 110: pulsarsim.wire.BaseCommand.endTxnOnPartitionResponse:type_name -> pulsarsim.wire.CommandEndTxnOnPartitionResponse
+	77,  // 111: pulsarsim.wire.BaseCommand.endTxnOnSubscription:type_name -> pulsarsim.wire.CommandEndTxnOnSubscription
+	78,  // 112: pulsarsim.wire.BaseCommand.endTxnOnSubscriptionResponse:type_name -> pulsarsim.wire.CommandEndTxnOnSubscriptionResponse
+	64,  // 113: pulsarsim.wire.BaseCommand.tcClientConnectRequest:type_name -> pulsarsim.wire.CommandTcClientConnectRequest
+	65,  // 114: pulsarsim.wire.BaseCommand.tcClientConnectResponse:type_name -> pulsarsim.wire.CommandTcClientConnectResponse
+	115, // [115:115] is the sub-list for method output_type
+	115, // [115:115] is the sub-list for method input_type
+	115, // [115:115] is the sub-list for extension type_name
+	115, // [115:115] is the sub-list for extension extendee
+	0,   // [0:115] is the sub-list for field type_name
 }
 
 func init() { file_pulsar_proto_init() }
@@ -6461,8 +7799,8 @@ func file_pulsar_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pulsar_proto_rawDesc), len(file_pulsar_proto_rawDesc)),
-			NumEnums:      14,
-			NumMessages:   51,
+			NumEnums:      15,
+			NumMessages:   65,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
