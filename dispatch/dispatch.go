@@ -26,7 +26,7 @@ func (d *Dispatcher) Dispatch(log Log) []Delivery {
 
 // deliverMulti gives entry e to Shared/Key_Shared consumer c.
 func (d *Dispatcher) deliverMulti(c *consumer, e int64, hash int32, log Log) Delivery {
-	msgs := int32(d.cur.Remaining(e, int(log.Info(e).Messages)))
+	ackSet, msgs := d.ackSetFor(e, log.Info(e))
 	c.permits -= int(msgs)
 	c.unacked += int(msgs)
 	c.pending[e] = pendingEntry{msgs: msgs, hash: hash}
@@ -47,7 +47,7 @@ func (d *Dispatcher) deliverMulti(c *consumer, e int64, hash int32, log Log) Del
 		Consumer:        c.spec.ID,
 		Entry:           e,
 		RedeliveryCount: d.cur.RedeliveryCount(e),
-		AckSet:          d.cur.AckSet(e),
+		AckSet:          ackSet,
 		Messages:        msgs,
 		Epoch:           -1,
 	}
@@ -213,7 +213,7 @@ func (d *Dispatcher) sendShared(batch []int64, log Log, out []Delivery) []Delive
 		for i := start; i < min(start+k, len(batch)); i++ {
 			e := batch[i]
 			info := log.Info(e)
-			if d.cur.IsAcked(e) || d.holdIfDelayed(e, info, 0) {
+			if d.cur.IsAcked(e) || d.screenAck(e, info) || d.holdIfDelayed(e, info, 0) || d.held(e, info) {
 				continue
 			}
 			out = append(out, d.deliverMulti(c, e, 0, log))
@@ -277,6 +277,11 @@ func (d *Dispatcher) dispatchKeyShared(log Log) []Delivery {
 			w += copy(q.items[w:], q.items[i:])
 			break
 		}
+		if info := log.Info(it.entry); info.Skip == SkipAck || d.held(it.entry, info) {
+			q.forget(it) // before Ack, which would look for it in the queue
+			d.screenAck(it.entry, info)
+			continue
+		}
 		if _, blocked := d.scratch[it.hash]; !blocked {
 			c := d.sel.selectHash(it.hash)
 			if c != nil && c.available() && !d.heldByOther(it.hash, c) {
@@ -306,7 +311,7 @@ func (d *Dispatcher) dispatchKeyShared(log Log) []Delivery {
 		}
 		info := log.Info(e)
 		h := d.sel.hash(info.Key)
-		if d.holdIfDelayed(e, info, h) {
+		if d.screenAck(e, info) || d.holdIfDelayed(e, info, h) || d.held(e, info) {
 			continue
 		}
 		c := d.sel.selectHash(h)

@@ -128,13 +128,17 @@ func (d *Dispatcher) dispatchSingle(log Log) []Delivery {
 				break
 			}
 			d.cur.SetReadPosition(e + 1)
-			msgs := int32(d.cur.Remaining(e, int(log.Info(e).Messages)))
+			info := log.Info(e)
+			if d.screenAck(e, info) || d.held(e, info) {
+				continue
+			}
+			ackSet, msgs := d.ackSetFor(e, info)
 			c.permits -= int(msgs)
 			d.inflight = append(d.inflight, sentEntry{e, msgs})
 			out = append(out, Delivery{
 				Consumer: c.spec.ID,
 				Entry:    e,
-				AckSet:   d.cur.AckSet(e),
+				AckSet:   ackSet,
 				Messages: msgs,
 				Epoch:    c.epoch,
 			})

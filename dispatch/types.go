@@ -63,6 +63,14 @@ type EntryInfo struct {
 	// DeliverAt is the entry's deliver_at_time in milliseconds, 0 when it is
 	// not delayed. Only Shared and Key_Shared honour it (see SetTime).
 	DeliverAt int64
+	// Skip keeps the entry from every consumer: a transaction marker or a
+	// message of an aborted transaction (SkipAck), an entry acknowledged in
+	// an open transaction (SkipHold). See txn.go.
+	Skip Skip
+	// Free, for a batch entry some of whose indexes an open transaction
+	// holds, are the indexes a consumer may still get (1 bits, the wire
+	// convention of ack sets); nil otherwise.
+	Free []int64
 }
 
 // Log is the read-only view of a topic's log that the broker passes to Dispatch.
