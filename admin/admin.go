@@ -39,6 +39,7 @@ func New(b *broker.Broker, opts ...Option) *Server {
 	s.routePolicies()
 	s.routeSchemas()
 	s.routeSecurity()
+	s.routeTransactions()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, "Not found: "+r.URL.Path)
 	})

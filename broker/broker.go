@@ -37,6 +37,7 @@ type Broker struct {
 
 	faults faults
 	timers timers
+	txns   transactions
 
 	events eventQueue
 
@@ -61,7 +62,7 @@ func New(opts ...Option) *Broker {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &Broker{
+	b := &Broker{
 		cfg:           cfg,
 		topics:        map[string]*Topic{},
 		partitioned:   map[string]int{},
@@ -72,6 +73,8 @@ func New(opts ...Option) *Broker {
 		conns:         map[*conn]struct{}{},
 		nextLedger:    1,
 	}
+	b.initTransactions()
+	return b
 }
 
 // ErrClosed is returned when a closed broker is asked to serve.

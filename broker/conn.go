@@ -404,15 +404,18 @@ func (c *conn) run(f protocol.Frame) bool {
 	case pb.BaseCommand_NEW_TXN, pb.BaseCommand_ADD_PARTITION_TO_TXN, pb.BaseCommand_ADD_SUBSCRIPTION_TO_TXN,
 		pb.BaseCommand_END_TXN, pb.BaseCommand_END_TXN_ON_PARTITION, pb.BaseCommand_END_TXN_ON_SUBSCRIPTION,
 		pb.BaseCommand_TC_CLIENT_CONNECT_REQUEST:
-		c.send(protocol.ErrorCommand(txnRequestID(cmd), pb.ServerError_NotAllowedError,
-			"Transactions are not enabled on pulsarsim"))
+		return c.runTxnCommand(cmd)
 	case pb.BaseCommand_CONNECTED, pb.BaseCommand_SEND_RECEIPT, pb.BaseCommand_SEND_ERROR, pb.BaseCommand_MESSAGE,
 		pb.BaseCommand_SUCCESS, pb.BaseCommand_ERROR, pb.BaseCommand_PRODUCER_SUCCESS,
 		pb.BaseCommand_PARTITIONED_METADATA_RESPONSE, pb.BaseCommand_LOOKUP_RESPONSE,
 		pb.BaseCommand_CONSUMER_STATS_RESPONSE, pb.BaseCommand_REACHED_END_OF_TOPIC,
 		pb.BaseCommand_GET_LAST_MESSAGE_ID_RESPONSE, pb.BaseCommand_ACTIVE_CONSUMER_CHANGE,
 		pb.BaseCommand_GET_TOPICS_OF_NAMESPACE_RESPONSE, pb.BaseCommand_GET_SCHEMA_RESPONSE,
-		pb.BaseCommand_ACK_RESPONSE, pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE, pb.BaseCommand_AUTH_CHALLENGE:
+		pb.BaseCommand_ACK_RESPONSE, pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE, pb.BaseCommand_AUTH_CHALLENGE,
+		pb.BaseCommand_TC_CLIENT_CONNECT_RESPONSE, pb.BaseCommand_NEW_TXN_RESPONSE,
+		pb.BaseCommand_ADD_PARTITION_TO_TXN_RESPONSE, pb.BaseCommand_ADD_SUBSCRIPTION_TO_TXN_RESPONSE,
+		pb.BaseCommand_END_TXN_RESPONSE, pb.BaseCommand_END_TXN_ON_PARTITION_RESPONSE,
+		pb.BaseCommand_END_TXN_ON_SUBSCRIPTION_RESPONSE:
 		// Commands only a broker sends: Pulsar treats them as a protocol violation.
 		c.log.Info("closing connection: unexpected command from a client", "type", t.String())
 		return false
@@ -429,16 +432,6 @@ func hasSubCommand(cmd *pb.BaseCommand) bool {
 	m := cmd.ProtoReflect()
 	fd := m.Descriptor().Fields().ByNumber(protocol.SubCommandField(cmd.GetType()))
 	return fd == nil || m.Has(fd)
-}
-
-func txnRequestID(cmd *pb.BaseCommand) uint64 {
-	for _, r := range []*pb.TxnRequest{cmd.NewTxn, cmd.AddPartitionToTxn, cmd.AddSubscriptionToTxn, cmd.EndTxn,
-		cmd.EndTxnOnPartition, cmd.EndTxnOnSubscription, cmd.TcClientConnectRequest} {
-		if r != nil {
-			return r.GetRequestId()
-		}
-	}
-	return 0
 }
 
 func (c *conn) handleConnect(cc *pb.CommandConnect) bool {

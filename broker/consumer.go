@@ -114,6 +114,7 @@ const (
 	ackApply  ackVerdict = iota // acknowledge the ids
 	ackIgnore                   // do nothing, answer success
 	ackRefuse                   // do nothing, answer NotAllowedError
+	ackInTxn                    // hold the ids in the transaction (txnsub.go)
 )
 
 // txnAckRefusal is the message of Pulsar 4.0.8's ACK_RESPONSE to an ack that
@@ -124,16 +125,20 @@ const txnAckRefusal = "org.apache.pulsar.broker.service.BrokerServiceException$N
 // judgeAck decides an ACK on a subscription of type typ as Pulsar's
 // Consumer.messageAcked does: a cumulative ack must name exactly one
 // message and is ignored on Shared and Key_Shared; an ack carrying a
-// transaction id (both halves) is refused, since transactions are off.
-func judgeAck(a *pb.CommandAck, typ dispatch.SubType) ackVerdict {
+// transaction id (both halves) is held in that transaction, or refused when
+// transactions are off or the topic is not persistent.
+func judgeAck(a *pb.CommandAck, typ dispatch.SubType, txns bool) ackVerdict {
 	txn := a.TxnidMostBits != nil && a.TxnidLeastBits != nil
 	if a.GetAckType() == pb.CommandAck_Cumulative {
 		if len(a.GetMessageId()) != 1 || typ == dispatch.Shared || typ == dispatch.KeyShared {
 			return ackIgnore
 		}
 	}
-	if txn {
+	switch {
+	case txn && !txns:
 		return ackRefuse
+	case txn:
+		return ackInTxn
 	}
 	return ackApply
 }
@@ -148,8 +153,13 @@ func (c *conn) handleAck(a *pb.CommandAck) {
 	s := cs.sub
 	t := s.topic
 	t.mu.Lock()
-	verdict := judgeAck(a, s.typ)
-	if s.consumers[cs.dispID] == cs && t.name.Persistent && verdict == ackApply {
+	verdict := judgeAck(a, s.typ, c.b.cfg.transactions && t.name.Persistent)
+	var err error
+	switch {
+	case s.consumers[cs.dispID] != cs:
+	case verdict == ackInTxn:
+		err = s.txnAckLocked(cs, a)
+	case t.name.Persistent && verdict == ackApply:
 		for _, id := range a.GetMessageId() {
 			n, ok := t.entryOf(id)
 			if !ok {
@@ -164,6 +174,8 @@ func (c *conn) handleAck(a *pb.CommandAck) {
 	case a.RequestId == nil:
 	case verdict == ackRefuse:
 		c.send(ackResponse(a, pb.ServerError_NotAllowedError, txnAckRefusal))
+	case err != nil:
+		c.send(ackResponse(a, txnErrorCode(err), javaTxnException(err)))
 	default:
 		c.send(ackResponse(a, 0, ""))
 	}
@@ -171,26 +183,36 @@ func (c *conn) handleAck(a *pb.CommandAck) {
 
 // applyAckLocked applies one message id of an ACK from cs to entry n.
 func (s *Subscription) applyAckLocked(cs *Consumer, n int64, id *pb.MessageIdData, cumulative bool) {
+	s.ackEntryLocked(n, id.GetAckSet(), cumulative, func(e int64) { s.disp.AckCumulative(cs.dispID, e) })
+	// Acks are reported before the deliveries they unblock.
+	s.topic.b.emit(Event{Kind: EventAcked, Topic: s.topic.full, Subscription: s.name, Consumer: cs.Name,
+		ConsumerID: cs.ID, Remote: cs.conn.remote, ID: s.topic.eventID(n), Cumulative: cumulative})
+}
+
+// ackEntryLocked acknowledges entry n, whole or the indexes of ackSet,
+// individually or cumulatively; upTo acknowledges cumulatively up to an
+// entry.
+func (s *Subscription) ackEntryLocked(n int64, ackSet []int64, cumulative bool, upTo func(int64)) {
 	t := s.topic
 	e := t.log.get(n)
 	switch {
 	case cumulative:
-		if len(id.GetAckSet()) > 0 && e != nil && e.batched {
+		if len(ackSet) > 0 && e != nil && e.batched {
 			// Up to a batch index: the entries before are acknowledged;
 			// with batch-index acks on, the batch keeps its
 			// unacknowledged indexes, else it stays whole.
 			if n-1 > s.cur.MarkDelete() {
-				s.disp.AckCumulative(cs.dispID, n-1)
+				upTo(n - 1)
 			}
 			if t.b.cfg.batchIndexAck {
-				s.disp.AckBatchIndexes(n, int(e.messages), id.GetAckSet())
+				s.disp.AckBatchIndexes(n, int(e.messages), ackSet)
 			}
 			break
 		}
-		s.disp.AckCumulative(cs.dispID, n)
-	case len(id.GetAckSet()) > 0 && t.b.cfg.batchIndexAck && e != nil && e.batched:
-		s.disp.AckBatchIndexes(n, int(e.messages), id.GetAckSet())
-	case len(id.GetAckSet()) > 0:
+		upTo(n)
+	case len(ackSet) > 0 && t.b.cfg.batchIndexAck && e != nil && e.batched:
+		s.disp.AckBatchIndexes(n, int(e.messages), ackSet)
+	case len(ackSet) > 0:
 		// Batch-index acks off: Pulsar's cursor ignores a position
 		// with an ack set, while the subscription still drops the
 		// entry's redelivery counter.
@@ -198,9 +220,6 @@ func (s *Subscription) applyAckLocked(cs *Consumer, n int64, id *pb.MessageIdDat
 	default:
 		s.disp.Ack(n)
 	}
-	// Acks are reported before the deliveries they unblock.
-	t.b.emit(Event{Kind: EventAcked, Topic: t.full, Subscription: s.name, Consumer: cs.Name,
-		ConsumerID: cs.ID, Remote: cs.conn.remote, ID: t.eventID(n), Cumulative: cumulative})
 }
 
 func ackResponse(a *pb.CommandAck, code pb.ServerError, msg string) *pb.BaseCommand {
@@ -321,7 +340,7 @@ func (c *conn) handleGetLastMessageID(g *pb.CommandGetLastMessageId) {
 // lastMessageIDLocked returns the id of the topic's last message: (-1, -1)
 // for an empty topic, with the batch index of the last message of a batch.
 func (t *Topic) lastMessageIDLocked() *pb.MessageIdData {
-	n := t.log.end() - 1
+	n := t.lastDispatchableLocked()
 	if n < 0 {
 		id := protocol.MessageID(minusOne, minusOne, int32(t.name.Partition))
 		id.Partition = proto.Int32(int32(t.name.Partition))

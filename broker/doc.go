@@ -48,6 +48,12 @@
 // The security policies' lock (Broker.secmu) is a leaf: nothing is taken
 // under it.
 //
+// The transaction coordinators' lock (transactions.mu, txn.go) is a leaf:
+// taken alone, under a topic lock (to record what a transaction produced or
+// acknowledged) or under the timers' run lock, and nothing is taken under
+// it. Ending a transaction takes it, releases it, then takes the topic locks
+// of its topics one at a time.
+//
 // Faults and holds have locks of their own, never taken under a topic lock:
 // a connection's hold queue lock (conn.holdMu), then a fault handle's lock
 // (FaultHandle.mu), taken under the hold queue lock (a command held,

@@ -21,6 +21,25 @@ const (
 	EventRedeliveryAsked  EventKind = "redelivery-asked"
 	EventExpired          EventKind = "expired"
 	EventSubscriptionSeek EventKind = "seek"
+
+	// EventTxnOpened: a transaction was opened (Txn).
+	EventTxnOpened EventKind = "txn-opened"
+	// EventTxnAcked: a consumer acknowledged a message in a transaction
+	// (Txn, Topic, Subscription, Consumer, ID, Cumulative); it is held
+	// until the transaction ends. A commit then reports EventAcked with
+	// the same Txn.
+	EventTxnAcked EventKind = "txn-acked"
+	// EventTxnReturned: an abort gave the messages a transaction
+	// acknowledged back to their subscription (Txn, Topic, Subscription,
+	// IDs); on Shared and Key_Shared each comes back with its redelivery
+	// count raised by one, on Exclusive and Failover the active consumer
+	// is rewound.
+	EventTxnReturned EventKind = "txn-returned"
+	// EventTxnCommitted and EventTxnAborted: a transaction ended. With
+	// Topic empty, at its coordinator (Reason "client", "timeout"); with a
+	// Topic, on that topic, ID being its marker entry.
+	EventTxnCommitted EventKind = "txn-committed"
+	EventTxnAborted   EventKind = "txn-aborted"
 )
 
 // MessageID is a Pulsar message id as the broker hands it out.
@@ -64,8 +83,13 @@ type Event struct {
 	Cumulative bool
 	// Properties of a published message (first message of a batch).
 	Properties map[string]string
-	// Reason says why a consumer closed ("client", "disconnect", "broker").
+	// Reason says why a consumer closed ("client", "disconnect", "broker"),
+	// or a transaction ended ("client", "timeout").
 	Reason string
+	// Txn is the transaction concerned: of a transactional message
+	// (Published), of an acknowledgement (TxnAcked, and Acked when a
+	// commit applies it), and of the transaction events. Nil otherwise.
+	Txn *TxnID
 }
 
 // OnEvent registers fn to receive every event from now on, and returns a
@@ -93,6 +117,17 @@ func (b *Broker) OnEvent(fn func(Event)) (cancel func()) {
 // on their way to the hooks (delivered by another goroutine) when its effect
 // reaches the client. It must not be called from a hook.
 func (b *Broker) DeliverEvents() { b.events.flush(true) }
+
+// emitAlone queues ev and delivers the queued events, for an event that no
+// topic lock covers (a transaction's coordinator events). The caller holds
+// no broker lock.
+func (b *Broker) emitAlone(ev Event) {
+	if !b.tracing() {
+		return
+	}
+	b.events.push(ev, b.cfg.clock.Now())
+	b.events.flush(false)
+}
 
 // tracing reports whether any hook is registered, so that callers can skip
 // building events nobody reads.

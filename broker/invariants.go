@@ -3,6 +3,7 @@ package broker
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math/bits"
 	"slices"
 	"strings"
@@ -26,12 +27,14 @@ const (
 	// RuleOneState: every entry of a subscription is exactly one of
 	// acknowledged, pending on exactly one consumer, waiting in the replay
 	// queue, held for its delivery time, or not yet dispatched (at or after
-	// the read position). Partly acknowledged batch entries are not
+	// the read position); or else held by an open transaction's
+	// acknowledgement. Partly acknowledged batch entries are not
 	// acknowledged; entries freed from the log must be acknowledged.
 	RuleOneState Rule = "one-state"
 	// RuleCounts: redelivery counts exist only on Shared and Key_Shared
 	// subscriptions, and only while they have consumers (Pulsar forgets them
-	// when the last consumer leaves).
+	// when the last consumer leaves), except for the entries a transaction's
+	// abort gave back since.
 	RuleCounts Rule = "counts"
 	// RuleBacklog: the backlog the broker reports equals the entries not
 	// acknowledged, and each Shared or Key_Shared consumer's unacked messages
@@ -118,6 +121,11 @@ type subSettlement struct {
 	name    string
 	backlog int64 // as the broker reports it
 	state   dispatch.Snapshot
+	// txnHeld maps the entries open transactions hold to the indexes
+	// still free (nil: the whole entry); idleCounts are the entries an
+	// abort gave back while no consumer was attached.
+	txnHeld    map[int64][]int64
+	idleCounts map[int64]bool
 }
 
 func (t *Topic) settlementLocked() topicSettlement {
@@ -128,7 +136,8 @@ func (t *Topic) settlementLocked() topicSettlement {
 		}
 	}
 	for _, s := range t.subs {
-		ss := subSettlement{name: s.name, backlog: s.cur.Backlog(ts.end)}
+		ss := subSettlement{name: s.name, backlog: s.cur.Backlog(ts.end), txnHeld: s.txnHeldLocked(),
+			idleCounts: maps.Clone(s.returnedIdle)}
 		if s.disp != nil {
 			ss.state = s.disp.Snapshot()
 		} else {
@@ -307,7 +316,7 @@ func (c *subCheck) checkStates() {
 		}
 	}
 	for n := c.st.MarkDelete + 1; n < min(read, c.ts.end); n++ {
-		if !c.acked[n] && len(held[n]) == 0 {
+		if _, inTxn := c.ss.txnHeld[n]; !c.acked[n] && len(held[n]) == 0 && !inTxn {
 			c.fail(RuleOneState, n, "in no state: not acknowledged, not pending, not waiting for a replay or its delivery time, "+
 				"and before the read position %d, so it would never be delivered again", read)
 		}
@@ -321,7 +330,7 @@ func (c *subCheck) checkCounts() {
 		switch {
 		case c.singleActive():
 			c.fail(RuleCounts, n, "redelivery count %d, but %s subscriptions keep none", count, c.st.Type)
-		case len(c.st.Consumers) == 0:
+		case len(c.st.Consumers) == 0 && !c.ss.idleCounts[n]:
 			c.fail(RuleCounts, n, "redelivery count %d kept after the last consumer left", count)
 		case count <= 0:
 			c.fail(RuleCounts, n, "redelivery count %d", count)
@@ -366,11 +375,28 @@ func (c *subCheck) remaining(n int64) (int, bool) {
 		return 0, false
 	}
 	set, partial := c.st.AckSets[n]
-	if !partial {
+	free := c.ss.txnHeld[n]
+	if !partial && free == nil {
 		return int(max(size, 1)), true
 	}
 	left := 0
-	for _, w := range set {
+	for i := range max(len(set), len(free)) {
+		w := int64(-1)
+		if partial {
+			w = 0
+			if i < len(set) {
+				w = set[i]
+			}
+		} else if i*64+64 > int(size) {
+			w = int64(uint64(1)<<uint(max(int(size)-i*64, 0)) - 1)
+		}
+		if free != nil {
+			if i >= len(free) {
+				w = 0
+			} else {
+				w &= free[i]
+			}
+		}
 		left += bits.OnesCount64(uint64(w))
 	}
 	return left, true
@@ -382,5 +408,21 @@ func sortedKeys[V any](m map[int64]V) []int64 {
 		out = append(out, k)
 	}
 	slices.Sort(out)
+	return out
+}
+
+// txnHeldLocked returns the entries open transactions hold on the
+// subscription, with the indexes still free of a partly held batch.
+func (s *Subscription) txnHeldLocked() map[int64][]int64 {
+	if s.pending == nil {
+		return nil
+	}
+	out := map[int64][]int64{}
+	for _, st := range s.pending.Transactions() {
+		for _, p := range st.Entries {
+			free, _ := s.pending.Held(p.Entry)
+			out[p.Entry] = free
+		}
+	}
 	return out
 }

@@ -34,6 +34,8 @@ type config struct {
 	advertisedAddress string
 	listeners         map[string]AdvertisedListener
 	policies          Policies // broker-level defaults, every field set
+	transactions      bool     // transactionCoordinatorEnabled
+	maxActiveTxns     int      // maxActiveTransactionsPerCoordinator, 0: none
 }
 
 func defaultConfig() config {

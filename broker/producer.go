@@ -10,6 +10,7 @@ import (
 	"github.com/pulsarsim/pulsarsim/auth"
 	"github.com/pulsarsim/pulsarsim/protocol"
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
+	"github.com/pulsarsim/pulsarsim/txn"
 )
 
 // Producer is one producer attached to a topic over a connection.
@@ -205,23 +206,24 @@ func (c *conn) handleSend(s *pb.CommandSend, payload []byte) bool {
 	if !pl.ChecksumValid() {
 		return sendError(pb.ServerError_ChecksumError, "Checksum failed on the broker")
 	}
+	txnID, inTxn := sendTxnID(s)
+	if inTxn {
+		if msg, closeConn := c.txnSendRefusal(prod); closeConn {
+			c.log.Info("closing connection: transactional SEND on a non-persistent topic")
+			return false
+		} else if msg != "" {
+			return sendErrorAt(c, s, pb.ServerError_NotAllowedError, msg)
+		}
+	}
 	e := newEntry(payload, pl.Metadata)
 	c.keptFrame = true
-	t := prod.topic
-	t.mu.Lock()
-	if t.deleted {
-		t.mu.Unlock()
-		return sendError(pb.ServerError_TopicNotFound, "Topic was deleted")
+	n, refusal := prod.topic.storeSend(prod, e, pl.Metadata, txnID, inTxn)
+	if refusal != nil {
+		c.keptFrame = false
+		c.send(refusal(s))
+		return true
 	}
-	if t.terminated {
-		t.mu.Unlock()
-		return sendError(pb.ServerError_TopicTerminatedError, "Topic was already terminated")
-	}
-	n := t.appendLocked(e, prod.Name, pl.Metadata)
-	id := t.messageID(n)
-	prod.in.add(time.Now(), int64(e.messages))
-	prod.bytesIn += int64(len(e.data))
-	t.mu.Unlock()
+	id := prod.topic.messageID(n)
 	prod.sent.Add(1)
 	highest := s.GetHighestSequenceId()
 	if highest == 0 {
@@ -252,6 +254,11 @@ func newEntry(payload []byte, md *pb.MessageMetadata) *entry {
 		e.batched = true
 		e.messages = md.GetNumMessagesInBatch()
 	}
+	if md.TxnidMostBits != nil && md.TxnidLeastBits != nil {
+		e.inTxn = true
+		e.txn = txn.ID{Most: md.GetTxnidMostBits(), Least: md.GetTxnidLeastBits()}
+	}
+	e.marker = md.MarkerType != nil
 	switch {
 	case len(md.OrderingKey) > 0:
 		e.key = md.OrderingKey
@@ -291,4 +298,54 @@ func (c *conn) handleCloseProducer(cp *pb.CommandCloseProducer) {
 		t.mu.Unlock()
 	}
 	c.send(protocol.SuccessCommand(cp.GetRequestId()))
+}
+
+// sendErrorAt answers a SEND with SEND_ERROR as Pulsar's publish context
+// does when a publish fails: the sequence id is the SEND's highest one when
+// it carries a larger one.
+func sendErrorAt(c *conn, s *pb.CommandSend, code pb.ServerError, msg string) bool {
+	c.send(protocol.Base(pb.BaseCommand_SEND_ERROR, &pb.CommandSendError{
+		ProducerId: proto.Uint64(s.GetProducerId()), SequenceId: proto.Uint64(max(s.GetSequenceId(), s.GetHighestSequenceId())),
+		Error: code.Enum(), Message: proto.String(msg),
+	}))
+	return true
+}
+
+// storeSend stores a SEND's entry as the topic's next one, in its
+// transaction if it has one, and counts it for the producer. It returns the
+// refusal to send instead when the topic was deleted or terminated, or the
+// transaction has ended there.
+func (t *Topic) storeSend(prod *Producer, e *entry, md *pb.MessageMetadata, id txn.ID, inTxn bool) (
+	int64, func(*pb.CommandSend) *pb.BaseCommand) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	refuse := func(code pb.ServerError, msg string, highest bool) func(*pb.CommandSend) *pb.BaseCommand {
+		return func(s *pb.CommandSend) *pb.BaseCommand {
+			seq := s.GetSequenceId()
+			if highest {
+				seq = max(seq, s.GetHighestSequenceId())
+			}
+			return protocol.Base(pb.BaseCommand_SEND_ERROR, &pb.CommandSendError{
+				ProducerId: proto.Uint64(s.GetProducerId()), SequenceId: proto.Uint64(seq),
+				Error: code.Enum(), Message: proto.String(msg)})
+		}
+	}
+	switch {
+	case t.deleted:
+		return 0, refuse(pb.ServerError_TopicNotFound, "Topic was deleted", false)
+	case t.terminated:
+		return 0, refuse(pb.ServerError_TopicTerminatedError, "Topic was already terminated", false)
+	}
+	var n int64
+	if inTxn {
+		var err error
+		if n, err = t.appendTxnLocked(id, e, prod.Name, md); err != nil {
+			return 0, refuse(pb.ServerError_NotAllowedError, err.Error(), true)
+		}
+	} else {
+		n = t.appendLocked(e, prod.Name, md)
+	}
+	prod.in.add(time.Now(), int64(e.messages))
+	prod.bytesIn += int64(len(e.data))
+	return n, nil
 }

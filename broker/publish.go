@@ -34,7 +34,7 @@ type ProducerMessage struct {
 // first use (else ErrTopicNotFound); a terminated topic fails with
 // ErrTopicTerminated. To publish to a partitioned topic, name a partition.
 func (b *Broker) Publish(topic string, msgs ...ProducerMessage) ([]MessageID, error) {
-	return b.publish(topic, false, msgs)
+	return b.publishIn(topic, false, msgs, nil)
 }
 
 // PublishBatch stores msgs as one batch entry, as a batching producer would:
@@ -47,10 +47,12 @@ func (b *Broker) PublishBatch(topic string, msgs ...ProducerMessage) ([]MessageI
 			return nil, errorf(ErrInvalidMessage, "the messages of a batch must share their deliver-at time")
 		}
 	}
-	return b.publish(topic, true, msgs)
+	return b.publishIn(topic, true, msgs, nil)
 }
 
-func (b *Broker) publish(topic string, batch bool, msgs []ProducerMessage) ([]MessageID, error) {
+// publishIn stores msgs as Publish and PublishBatch do, in transaction id
+// when it is not nil.
+func (b *Broker) publishIn(topic string, batch bool, msgs []ProducerMessage, id *TxnID) ([]MessageID, error) {
 	tn, err := ParseTopicName(topic)
 	if err != nil {
 		return nil, err
@@ -69,10 +71,10 @@ func (b *Broker) publish(topic string, batch bool, msgs []ProducerMessage) ([]Me
 	now := uint64(b.cfg.clock.Now().UnixMilli())
 	var payloads [][]byte
 	if batch {
-		payloads = [][]byte{batchPayload(producer, now, msgs)}
+		payloads = [][]byte{batchPayload(producer, now, msgs, id)}
 	} else {
 		for i, m := range msgs {
-			payloads = append(payloads, messagePayload(producer, now, uint64(i), m))
+			payloads = append(payloads, messagePayload(producer, now, uint64(i), m, id))
 		}
 	}
 	for _, p := range payloads {
@@ -80,12 +82,12 @@ func (b *Broker) publish(topic string, batch bool, msgs []ProducerMessage) ([]Me
 			return nil, errorf(ErrInvalidMessage, "Message of %d bytes exceeds maxMessageSize %d", len(p), b.cfg.maxMessageSize)
 		}
 	}
-	return t.appendPayloads(tn, producer, payloads, batch)
+	return t.appendPayloads(tn, producer, payloads, batch, id)
 }
 
 // appendPayloads stores the payloads as entries of the topic and returns the
 // ids of their messages.
-func (t *Topic) appendPayloads(tn TopicName, producer string, payloads [][]byte, batch bool) ([]MessageID, error) {
+func (t *Topic) appendPayloads(tn TopicName, producer string, payloads [][]byte, batch bool, txnID *TxnID) ([]MessageID, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
@@ -101,7 +103,15 @@ func (t *Topic) appendPayloads(tn TopicName, producer string, payloads [][]byte,
 			return ids, fmt.Errorf("pulsarsim: a payload it built does not parse: %w", err)
 		}
 		e := newEntry(p, pl.Metadata)
-		id := t.eventID(t.appendLocked(e, producer, pl.Metadata))
+		var n int64
+		if txnID != nil {
+			if n, err = t.appendTxnLocked(*txnID, e, producer, pl.Metadata); err != nil {
+				return ids, err
+			}
+		} else {
+			n = t.appendLocked(e, producer, pl.Metadata)
+		}
+		id := t.eventID(n)
 		if !batch {
 			ids = append(ids, id)
 			continue
@@ -115,11 +125,12 @@ func (t *Topic) appendPayloads(tn TopicName, producer string, payloads [][]byte,
 }
 
 // messagePayload encodes one unbatched message as a producer sends it.
-func messagePayload(producer string, now, seq uint64, m ProducerMessage) []byte {
+func messagePayload(producer string, now, seq uint64, m ProducerMessage, id *TxnID) []byte {
 	md := &pb.MessageMetadata{
 		ProducerName: proto.String(producer), SequenceId: proto.Uint64(seq), PublishTime: proto.Uint64(now),
 		Properties: keyValues(m.Properties), UncompressedSize: proto.Uint32(uint32(len(m.Payload))),
 	}
+	setTxn(md, id)
 	if m.Key != "" {
 		md.PartitionKey = proto.String(m.Key)
 	}
@@ -138,7 +149,7 @@ func messagePayload(producer string, now, seq uint64, m ProducerMessage) []byte 
 // batchPayload encodes msgs as one batch entry: each message with its own
 // metadata, and the entry's metadata from the first, as pulsar-client-go's
 // batch builder does.
-func batchPayload(producer string, now uint64, msgs []ProducerMessage) []byte {
+func batchPayload(producer string, now uint64, msgs []ProducerMessage, id *TxnID) []byte {
 	singles := make([]protocol.SingleMessage, len(msgs))
 	for i, m := range msgs {
 		smd := &pb.SingleMessageMetadata{
@@ -163,6 +174,7 @@ func batchPayload(producer string, now uint64, msgs []ProducerMessage) []byte {
 		Properties: keyValues(first.Properties), NumMessagesInBatch: proto.Int32(int32(len(msgs))),
 		HighestSequenceId: proto.Uint64(uint64(len(msgs) - 1)), UncompressedSize: proto.Uint32(uint32(len(body))),
 	}
+	setTxn(md, id)
 	if first.Key != "" {
 		md.PartitionKey = proto.String(first.Key)
 	}
@@ -190,4 +202,12 @@ func keyValues(m map[string]string) []*pb.KeyValue {
 		out[i] = &pb.KeyValue{Key: proto.String(k), Value: proto.String(m[k])}
 	}
 	return out
+}
+
+// setTxn puts a transaction's id in a message's metadata, as a client does
+// for a transactional message.
+func setTxn(md *pb.MessageMetadata, id *TxnID) {
+	if id != nil {
+		md.TxnidMostBits, md.TxnidLeastBits = proto.Uint64(id.Most), proto.Uint64(id.Least)
+	}
 }

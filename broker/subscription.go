@@ -13,6 +13,7 @@ import (
 	"github.com/pulsarsim/pulsarsim/dispatch"
 	"github.com/pulsarsim/pulsarsim/protocol"
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
+	"github.com/pulsarsim/pulsarsim/txn"
 )
 
 // Subscription is one subscription of a topic: its cursor, its dispatcher
@@ -39,16 +40,28 @@ type Subscription struct {
 
 	gate connGate // holds back deliveries to slow connections (writebuf.go)
 
+	// pending holds what open transactions acknowledged (txnsub.go), nil
+	// until the first transactional acknowledgement; returnedIdle are the
+	// entries an abort gave back while no consumer was attached (their
+	// counts outlive the consumers), until the next consumer comes.
+	pending      *txn.PendingAcks
+	returnedIdle map[int64]bool
+
 	out         meter // messages delivered, for stats
 	redelivered meter // messages delivered again, for stats
 	bytesOut    int64
 }
 
-// topicLog adapts a topic's log to dispatch.Log. It is used under the
-// topic's lock only.
-type topicLog struct{ t *Topic }
+// topicLog adapts a topic's log to dispatch.Log for one subscription: it
+// ends at the topic's max read position, and says how transactions keep
+// entries from the subscription's consumers. It is used under the topic's
+// lock only.
+type topicLog struct {
+	t *Topic
+	s *Subscription
+}
 
-func (l topicLog) End() int64 { return l.t.log.end() }
+func (l topicLog) End() int64 { return l.t.readEnd() }
 
 func (l topicLog) Info(n int64) dispatch.EntryInfo {
 	e := l.t.log.get(n)
@@ -56,8 +69,19 @@ func (l topicLog) Info(n int64) dispatch.EntryInfo {
 		return dispatch.EntryInfo{Messages: 1, Key: noneKey}
 	}
 	info := dispatch.EntryInfo{Messages: e.messages, Key: e.key}
-	if l.t.name.Persistent {
-		info.DeliverAt = e.deliverAt
+	if !l.t.name.Persistent {
+		return info
+	}
+	info.DeliverAt = e.deliverAt
+	switch {
+	case l.t.entrySkip(e):
+		info.Skip = dispatch.SkipAck
+	case l.s != nil && l.s.pending != nil:
+		if free, held := l.s.pending.Held(n); held && free == nil {
+			info.Skip = dispatch.SkipHold
+		} else if held {
+			info.Free = free
+		}
 	}
 	return info
 }
@@ -268,6 +292,7 @@ func (s *Subscription) attachConsumerLocked(c *conn, sub *pb.CommandSubscribe, t
 	}
 	spec := consumerSpec(sub)
 	s.nextID++
+	s.returnedIdle = nil
 	spec.ID = s.nextID
 	s.disp.SetTime(t.b.cfg.clock.Now().UnixMilli())
 	before, hadActive := s.disp.Active()
@@ -379,7 +404,7 @@ func (s *Subscription) dispatchAtLocked(now time.Time) {
 	}
 	s.announceActiveLocked()
 	var wall time.Time // read once, at the first delivery: the meters' clock
-	for _, d := range s.disp.DispatchGated(topicLog{t}, s.gate.reset(s)) {
+	for _, d := range s.disp.DispatchGated(topicLog{t, s}, s.gate.reset(s)) {
 		cons := s.consumers[d.Consumer]
 		e := t.log.get(d.Entry)
 		if cons == nil || e == nil {

@@ -124,15 +124,27 @@ func (b *Broker) nextTimer() (time.Time, bool) {
 	next := b.timers.nextExpiry
 	b.timers.run.Unlock()
 	if ms, ok := b.timers.earliest(); ok && (next.IsZero() || ms < next.UnixMilli()) {
-		return time.UnixMilli(ms), true
+		next = time.UnixMilli(ms)
+	}
+	if ms, ok := b.nextTxnTimeout(); ok && (next.IsZero() || ms < next.UnixMilli()) {
+		next = time.UnixMilli(ms)
 	}
 	return next, !next.IsZero()
 }
 
+// wakeTimers makes the timer goroutine look at the timers again (a
+// transaction timeout that may be the earliest was registered).
+func (b *Broker) wakeTimers() {
+	select {
+	case b.timers.wake <- struct{}{}:
+	default:
+	}
+}
+
 // RunTimers runs, in time order, every broker timer the broker clock has
-// reached: the periodic message-TTL checks that fell due and the
+// reached: the periodic message-TTL checks that fell due, the
 // subscriptions' timers (the end of a Failover switch delay, the release of
-// delayed messages). The broker runs them by itself as its clock moves;
+// delayed messages) and the transactions' timeouts. The broker runs them by itself as its clock moves;
 // after moving a clock by hand (ManualClock, OffsetClock), call RunTimers to
 // let the broker see the time that passed. A TTL check that is not due does
 // not run (RunExpiryCheck forces one). With authentication, RunTimers also
@@ -158,6 +170,11 @@ func (b *Broker) runDue() {
 		if expiryDue {
 			limit = next.UnixMilli() - 1 // a subscription timer strictly before the check goes first
 		}
+		subAt, subOK := b.timers.earliest()
+		if at, ok := b.nextTxnTimeout(); ok && at <= limit && (!subOK || at < subAt) {
+			b.abortTimedOut(at) // a transaction timeout before any subscription timer
+			continue
+		}
 		if st, ok := b.timers.popDue(limit); ok {
 			b.fireSubTimer(st)
 			continue
@@ -168,7 +185,11 @@ func (b *Broker) runDue() {
 		// Checks in a row with nothing due between them: the last one does
 		// what they all would (expiry only ever moves forward).
 		if late := now.Sub(next) / interval; late > 0 {
-			if at, ok := b.timers.earliest(); !ok || at > next.Add(late*interval).UnixMilli() {
+			at, ok := b.timers.earliest()
+			if tat, tok := b.nextTxnTimeout(); tok && (!ok || tat < at) {
+				at, ok = tat, true
+			}
+			if !ok || at > next.Add(late*interval).UnixMilli() {
 				next = next.Add(late * interval)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/pulsarsim/pulsarsim/protocol"
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
+	"github.com/pulsarsim/pulsarsim/txn"
 )
 
 // Topic is one topic (or one partition of a partitioned topic) with its
@@ -31,6 +32,10 @@ type Topic struct {
 	deleted    bool
 
 	trimHolder *Subscription // the slowest subscription at the last trim
+
+	// buf is the topic's transaction buffer (txntopic.go), nil until the
+	// topic stores a transactional message or ends a transaction.
+	buf *txn.Buffer
 }
 
 // topicLock is a topic's lock. Events are queued while it is held (emit),
@@ -58,6 +63,12 @@ type entry struct {
 	batched     bool
 	key         []byte // sticky key for Key_Shared
 	deliverAt   int64  // deliver_at_time in ms, 0 if none
+	// txn is the transaction of a transactional message (inTxn), from
+	// its metadata; marker is set for a transaction's commit or abort
+	// marker (which also carries its txn).
+	txn    txn.ID
+	inTxn  bool
+	marker bool
 }
 
 // entryLog is a topic's entries. Entry n has entryId n within the topic's
@@ -248,9 +259,14 @@ func (t *Topic) appendLocked(e *entry, producer string, md *pb.MessageMetadata) 
 		blockBytes = DefaultTrimBlockBytes
 	}
 	n := t.log.append(e, block, blockBytes)
-	if t.b.tracing() {
-		t.b.emit(Event{Kind: EventPublished, Topic: t.full, Producer: producer, ID: t.eventID(n),
-			Properties: properties(md.GetProperties())})
+	if t.b.tracing() && !e.marker {
+		ev := Event{Kind: EventPublished, Topic: t.full, Producer: producer, ID: t.eventID(n),
+			Properties: properties(md.GetProperties())}
+		if e.inTxn {
+			id := e.txn
+			ev.Txn = &id
+		}
+		t.b.emit(ev)
 	}
 	for _, s := range t.subs {
 		s.dispatchLocked()

@@ -110,3 +110,8 @@ func (b *Broker) CloseConsumer(topic, sub, consumer string) bool {
 func (b *Broker) CloseProducer(topic, producer string) bool {
 	return b.srv.CloseProducer(topic, producer)
 }
+
+// CheckSettlement checks the broker's settlement invariants now
+// (broker.Broker.CheckSettlement) and returns the violations, nil when all
+// hold.
+func (b *Broker) CheckSettlement() []broker.Violation { return b.srv.CheckSettlement() }

@@ -64,6 +64,8 @@ var confFlags = map[string]string{
 	"allowAutoTopicCreation":                    "auto-create-topics",
 	"subscriptionKeySharedUseConsistentHashing": "key-shared-consistent-hashing",
 	"acknowledgmentAtBatchIndexLevelEnabled":    "batch-index-ack",
+	"transactionCoordinatorEnabled":             "transactions",
+	"maxActiveTransactionsPerCoordinator":       "max-active-transactions",
 	"tlsCertificateFilePath":                    "tls-cert",
 	"tlsKeyFilePath":                            "tls-key",
 	"tlsTrustCertsFilePath":                     "tls-trust",

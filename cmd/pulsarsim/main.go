@@ -42,6 +42,9 @@ func run(args []string) error {
 		"Key_Shared AUTO_SPLIT on a consistent-hash ring (false: hash ranges split in halves)")
 	batchIndexAck := fs.Bool("batch-index-ack", false,
 		"acknowledgmentAtBatchIndexLevelEnabled: honour acks of single batch indexes (Pulsar 4.0 default: off)")
+	transactions := fs.Bool("transactions", false,
+		"transactionCoordinatorEnabled: run the transaction coordinator (Pulsar standalone default: off)")
+	maxTxns := fs.Int("max-active-transactions", 0, "maxActiveTransactionsPerCoordinator (0: no limit)")
 	var limits broker.Limits
 	fs.IntVar(&limits.MaxProducersPerTopic, "max-producers-per-topic", 0, "maxProducersPerTopic (0: no limit)")
 	fs.IntVar(&limits.MaxSameAddressProducersPerTopic, "max-same-address-producers-per-topic", 0,
@@ -93,6 +96,8 @@ func run(args []string) error {
 		broker.WithAutoTopicCreation(*autoCreate),
 		broker.WithKeySharedConsistentHashing(*ksHashing),
 		broker.WithBatchIndexAck(*batchIndexAck),
+		broker.WithTransactions(*transactions),
+		broker.WithMaxActiveTransactions(*maxTxns),
 		broker.WithLimits(limits),
 		broker.WithHandshakeTimeout(*handshakeTimeout),
 		broker.WithWriteBufferWaterMarks(*writeLow, *writeHigh),

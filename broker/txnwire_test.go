@@ -1,0 +1,172 @@
+package broker_test
+
+import (
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/pulsarsim/pulsarsim/broker"
+	"github.com/pulsarsim/pulsarsim/protocol"
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
+	"github.com/pulsarsim/pulsarsim/testkit"
+)
+
+// The answers these tests expect are those Pulsar 4.0.8 sent to the same
+// commands (recorded with a raw client against a standalone with
+// transactionCoordinatorEnabled=true).
+
+var reqID uint64 = 1000
+
+func nextReq() *uint64 { reqID++; return proto.Uint64(reqID) }
+
+func (c *rawClient) tcConnect(tc uint64) *pb.BaseCommand {
+	c.t.Helper()
+	c.send(protocol.Base(pb.BaseCommand_TC_CLIENT_CONNECT_REQUEST, &pb.CommandTcClientConnectRequest{
+		RequestId: nextReq(), TcId: proto.Uint64(tc)}))
+	return c.read()
+}
+
+func (c *rawClient) newTxn(tc, timeoutMs uint64) *pb.CommandNewTxnResponse {
+	c.t.Helper()
+	c.send(protocol.Base(pb.BaseCommand_NEW_TXN, &pb.CommandNewTxn{RequestId: nextReq(), TcId: proto.Uint64(tc),
+		TxnTtlSeconds: proto.Uint64(timeoutMs)}))
+	r := c.read()
+	if r.NewTxnResponse == nil {
+		c.t.Fatalf("NEW_TXN: got %v", r)
+	}
+	return r.NewTxnResponse
+}
+
+func (c *rawClient) endTxn(least uint64, action *pb.TxnAction) {
+	c.send(protocol.Base(pb.BaseCommand_END_TXN, &pb.CommandEndTxn{RequestId: nextReq(),
+		TxnidMostBits: proto.Uint64(0), TxnidLeastBits: proto.Uint64(least), TxnAction: action}))
+}
+
+func (c *rawClient) addPartition(least uint64, topic string) *pb.CommandAddPartitionToTxnResponse {
+	c.t.Helper()
+	c.send(protocol.Base(pb.BaseCommand_ADD_PARTITION_TO_TXN, &pb.CommandAddPartitionToTxn{RequestId: nextReq(),
+		TxnidMostBits: proto.Uint64(0), TxnidLeastBits: proto.Uint64(least), Partitions: []string{topic}}))
+	return c.read().AddPartitionToTxnResponse
+}
+
+func TestCoordinatorAnswersAsPulsarDoes(t *testing.T) {
+	b := testkit.Start(t, testkit.WithTransactions())
+	c := dialRaw(t, addrOf(b))
+	c.connect()
+	r := c.newTxn(0, 60_000)
+	if r.GetError() != pb.ServerError_TransactionCoordinatorNotFound || r.GetMessage() != "Transaction coordinator with id 0 not found!" ||
+		r.TxnidMostBits == nil || r.TxnidLeastBits != nil {
+		t.Fatalf("NEW_TXN before TC_CLIENT_CONNECT: %v", r)
+	}
+	if resp := c.tcConnect(0); resp.TcClientConnectResponse == nil || resp.TcClientConnectResponse.Error != nil {
+		t.Fatalf("TC_CLIENT_CONNECT: %v", resp)
+	}
+	first, second := c.newTxn(0, 60_000), c.newTxn(0, 60_000)
+	if first.GetTxnidLeastBits() != 0 || second.GetTxnidLeastBits() != 1 || first.Error != nil {
+		t.Fatalf("NEW_TXN: %v, %v", first, second)
+	}
+	c.endTxn(0, pb.TxnAction_COMMIT.Enum())
+	if resp := c.read().EndTxnResponse; resp == nil || resp.Error != nil || resp.GetTxnidLeastBits() != 0 {
+		t.Fatalf("END_TXN: %v", resp)
+	}
+	const gone = "The transaction with this txdID `(0,0)`not found "
+	c.endTxn(0, pb.TxnAction_COMMIT.Enum())
+	if resp := c.read().EndTxnResponse; resp.GetError() != pb.ServerError_TransactionNotFound || resp.GetMessage() != gone {
+		t.Fatalf("second END_TXN: %v", resp)
+	}
+	if resp := c.addPartition(0, "persistent://public/default/x"); resp.GetError() != pb.ServerError_TransactionNotFound ||
+		resp.GetMessage() != gone {
+		t.Fatalf("ADD_PARTITION_TO_TXN after the end: %v", resp)
+	}
+	c.endTxn(1, nil)
+	if !c.closedByBroker() {
+		t.Fatal("END_TXN without txn_action: the connection stays open")
+	}
+}
+
+func TestTransactionalSendIsRefusedWhileTheCoordinatorIsOff(t *testing.T) {
+	b := testkit.Start(t)
+	c := dialRaw(t, addrOf(b))
+	c.connect()
+	c.producer("t", 1)
+	cmd := protocol.Base(pb.BaseCommand_SEND, &pb.CommandSend{ProducerId: proto.Uint64(1), SequenceId: proto.Uint64(7),
+		TxnidMostBits: proto.Uint64(0), TxnidLeastBits: proto.Uint64(3)})
+	md := &pb.MessageMetadata{ProducerName: proto.String("raw"), SequenceId: proto.Uint64(7),
+		PublishTime: proto.Uint64(uint64(time.Now().UnixMilli()))}
+	frame := protocol.AppendPayloadCommand(nil, cmd, protocol.AppendPayload(nil, md, []byte("x")))
+	c.write(frame)
+	r := c.read()
+	if r.SendError == nil || r.SendError.GetError() != pb.ServerError_NotAllowedError ||
+		r.SendError.GetMessage() != "Transaction buffer disable!" || r.SendError.GetSequenceId() != 7 {
+		t.Fatalf("got %v", r)
+	}
+	if ms := b.Messages("t"); len(ms) != 0 {
+		t.Fatalf("stored %d messages", len(ms))
+	}
+}
+
+func TestConflictingAckIsAnsweredWithPulsarsException(t *testing.T) {
+	b := testkit.Start(t, testkit.WithTransactions())
+	b.Publish("t", publishN(1)...)
+	c := dialRaw(t, addrOf(b))
+	c.connect()
+	c.tcConnect(0)
+	a, other := c.newTxn(0, 60_000).GetTxnidLeastBits(), c.newTxn(0, 60_000).GetTxnidLeastBits()
+	c.subscribeRaw("t", "s", pb.CommandSubscribe_Shared)
+	ack := func(least uint64) *pb.CommandAckResponse {
+		c.send(protocol.Base(pb.BaseCommand_ACK, &pb.CommandAck{ConsumerId: proto.Uint64(1),
+			AckType: pb.CommandAck_Individual.Enum(), RequestId: nextReq(),
+			MessageId:     []*pb.MessageIdData{{LedgerId: proto.Uint64(1), EntryId: proto.Uint64(0)}},
+			TxnidMostBits: proto.Uint64(0), TxnidLeastBits: proto.Uint64(least)}))
+		for {
+			if r := c.read(); r.AckResponse != nil {
+				return r.AckResponse
+			}
+		}
+	}
+	if r := ack(a); r.Error != nil {
+		t.Fatalf("first ack: %v", r)
+	}
+	want := "org.apache.pulsar.transaction.common.exception.TransactionConflictException: " +
+		"[persistent://public/default/t][s] Transaction:(0,1) try to ack message:1:0 (ackSet is null) in pending ack status."
+	if r := ack(other); r.GetError() != pb.ServerError_TransactionConflict || r.GetMessage() != want {
+		t.Fatalf("second ack: %v", r)
+	}
+}
+
+func TestLastMessageIDStopsBeforeAnOpenTransaction(t *testing.T) {
+	b := testkit.Start(t, testkit.WithTransactions())
+	b.Publish("t", publishN(1)...)
+	id := b.NewTransaction(time.Hour)
+	b.PublishInTransaction(id, "t", publishN(1)...)
+	b.Publish("t", publishN(1)...)
+	c := dialRaw(t, addrOf(b))
+	c.connect()
+	c.subscribeRaw("t", "s", pb.CommandSubscribe_Exclusive)
+	last := func() uint64 {
+		c.send(protocol.Base(pb.BaseCommand_GET_LAST_MESSAGE_ID, &pb.CommandGetLastMessageId{
+			ConsumerId: proto.Uint64(1), RequestId: nextReq()}))
+		for {
+			if r := c.read(); r.GetLastMessageIdResponse != nil {
+				return r.GetLastMessageIdResponse.GetLastMessageId().GetEntryId()
+			}
+		}
+	}
+	if got := last(); got != 0 {
+		t.Fatalf("while open: last entry %d, want 0", got)
+	}
+	b.AbortTransaction(id)
+	// Entry 3 is the abort marker, entry 1 the aborted message.
+	if got := last(); got != 2 {
+		t.Fatalf("after abort: last entry %d, want 2", got)
+	}
+}
+
+func publishN(n int) []broker.ProducerMessage {
+	out := make([]broker.ProducerMessage, n)
+	for i := range out {
+		out[i] = broker.ProducerMessage{Payload: []byte{byte('0' + i)}}
+	}
+	return out
+}
