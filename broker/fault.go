@@ -29,7 +29,9 @@ type Fault struct {
 	// name. The name of a partitioned topic also matches its partitions.
 	// SUBSCRIBE, PRODUCER, LOOKUP, PARTITIONED_METADATA and the schema
 	// commands name their topic; the commands of a consumer or producer
-	// (ACK, FLOW, SEND…) concern the topic it is attached to. A command that
+	// (ACK, FLOW, SEND…) concern the topic it is attached to;
+	// ADD_PARTITION_TO_TXN and ADD_SUBSCRIPTION_TO_TXN concern the first
+	// topic (and subscription) they register. A command that
 	// concerns no topic (PING, GET_TOPICS_OF_NAMESPACE…) does not match.
 	Topic string
 	// Subscription narrows the fault to a subscription: SUBSCRIBE names it,
@@ -49,7 +51,10 @@ type Fault struct {
 	// the way Pulsar answers that command: SEND_ERROR for SEND; the error
 	// inside the response for LOOKUP, PARTITIONED_METADATA, GET_SCHEMA,
 	// GET_OR_CREATE_SCHEMA and CONSUMER_STATS; ACK_RESPONSE for an ACK with
-	// a request id; ERROR for any other command with a request id. A
+	// a request id; the transaction command's own response for
+	// TC_CLIENT_CONNECT_REQUEST, NEW_TXN, ADD_PARTITION_TO_TXN,
+	// ADD_SUBSCRIPTION_TO_TXN and END_TXN (while the coordinator is on);
+	// ERROR for any other command with a request id. A
 	// command without an answer (FLOW, an ACK without request id…) is
 	// dropped instead. The zero value is UnknownError.
 	Error ServerError

@@ -57,6 +57,7 @@ func (c *conn) scopeOf(cmd *pb.BaseCommand) commandScope {
 			s.setTopic(tn)
 		}
 	}
+	txnScope(cmd, &s)
 	for name, dst := range map[protoreflect.Name]*string{
 		"subscription": &s.subscription, "consumer_name": &s.consumer, "producer_name": &s.producer,
 	} {
@@ -160,7 +161,9 @@ func (c *conn) answerWithError(cmd *pb.BaseCommand, code pb.ServerError, msg str
 			c.send(ackResponse(cmd.Ack, code, msg))
 		}
 	default:
-		if id, ok := requestID(cmd); ok {
+		if r := txnResponse(cmd, code, msg); r != nil && c.b.cfg.transactions {
+			c.send(r)
+		} else if id, ok := requestID(cmd); ok {
 			c.send(protocol.ErrorCommand(id, code, msg))
 		}
 	}
@@ -175,4 +178,53 @@ func requestID(cmd *pb.BaseCommand) (uint64, bool) {
 	}
 	v, ok := subField(m.Get(fd).Message(), "request_id", protoreflect.Uint64Kind)
 	return v.Uint(), ok
+}
+
+// txnScope sets what a transaction registration concerns: the first
+// partition of an ADD_PARTITION_TO_TXN, the first subscription of an
+// ADD_SUBSCRIPTION_TO_TXN.
+func txnScope(cmd *pb.BaseCommand, s *commandScope) {
+	var topic string
+	switch {
+	case cmd.AddPartitionToTxn != nil && len(cmd.AddPartitionToTxn.GetPartitions()) > 0:
+		topic = cmd.AddPartitionToTxn.GetPartitions()[0]
+	case cmd.AddSubscriptionToTxn != nil && len(cmd.AddSubscriptionToTxn.GetSubscription()) > 0:
+		sub := cmd.AddSubscriptionToTxn.GetSubscription()[0]
+		topic, s.subscription = sub.GetTopic(), sub.GetSubscription()
+	default:
+		return
+	}
+	if tn, err := ParseTopicName(topic); err == nil {
+		s.setTopic(tn)
+	}
+}
+
+// txnResponse is the response that carries an error for a transaction
+// command, as Pulsar answers a failed one; nil for other commands.
+func txnResponse(cmd *pb.BaseCommand, code pb.ServerError, msg string) *pb.BaseCommand {
+	e, m := code.Enum(), proto.String(msg)
+	switch {
+	case cmd.TcClientConnectRequest != nil:
+		return protocol.Base(pb.BaseCommand_TC_CLIENT_CONNECT_RESPONSE, &pb.CommandTcClientConnectResponse{
+			RequestId: cmd.TcClientConnectRequest.RequestId, Error: e, Message: m})
+	case cmd.NewTxn != nil:
+		return protocol.Base(pb.BaseCommand_NEW_TXN_RESPONSE, &pb.CommandNewTxnResponse{
+			RequestId: cmd.NewTxn.RequestId, TxnidMostBits: proto.Uint64(cmd.NewTxn.GetTcId()), Error: e, Message: m})
+	case cmd.AddPartitionToTxn != nil:
+		a := cmd.AddPartitionToTxn
+		return protocol.Base(pb.BaseCommand_ADD_PARTITION_TO_TXN_RESPONSE, &pb.CommandAddPartitionToTxnResponse{
+			RequestId: a.RequestId, TxnidMostBits: proto.Uint64(a.GetTxnidMostBits()),
+			TxnidLeastBits: proto.Uint64(a.GetTxnidLeastBits()), Error: e, Message: m})
+	case cmd.AddSubscriptionToTxn != nil:
+		a := cmd.AddSubscriptionToTxn
+		return protocol.Base(pb.BaseCommand_ADD_SUBSCRIPTION_TO_TXN_RESPONSE, &pb.CommandAddSubscriptionToTxnResponse{
+			RequestId: a.RequestId, TxnidMostBits: proto.Uint64(a.GetTxnidMostBits()),
+			TxnidLeastBits: proto.Uint64(a.GetTxnidLeastBits()), Error: e, Message: m})
+	case cmd.EndTxn != nil:
+		a := cmd.EndTxn
+		return protocol.Base(pb.BaseCommand_END_TXN_RESPONSE, &pb.CommandEndTxnResponse{
+			RequestId: a.RequestId, TxnidMostBits: proto.Uint64(a.GetTxnidMostBits()),
+			TxnidLeastBits: proto.Uint64(a.GetTxnidLeastBits()), Error: e, Message: m})
+	}
+	return nil
 }

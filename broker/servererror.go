@@ -20,4 +20,9 @@ const (
 	ServerErrorTopicTerminated     = pb.ServerError_TopicTerminatedError
 	ServerErrorProducerBusy        = pb.ServerError_ProducerBusy
 	ServerErrorNotAllowed          = pb.ServerError_NotAllowedError
+
+	ServerErrorTransactionNotFound            = pb.ServerError_TransactionNotFound
+	ServerErrorInvalidTxnStatus               = pb.ServerError_InvalidTxnStatus
+	ServerErrorTransactionConflict            = pb.ServerError_TransactionConflict
+	ServerErrorTransactionCoordinatorNotFound = pb.ServerError_TransactionCoordinatorNotFound
 )

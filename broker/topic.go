@@ -251,6 +251,12 @@ func (t *Topic) removeProducer(p *Producer) {
 // producer (before any delivery it causes), and offers it to every
 // subscription. It returns the entry's number.
 func (t *Topic) appendLocked(e *entry, producer string, md *pb.MessageMetadata) int64 {
+	return t.appendInLocked(e, producer, md, nil)
+}
+
+// appendInLocked is appendLocked for a message of transaction id (from
+// its SEND: pulsar-client-go leaves it out of the metadata), nil for none.
+func (t *Topic) appendInLocked(e *entry, producer string, md *pb.MessageMetadata, id *txn.ID) int64 {
 	block, blockBytes := t.b.trimBlock, t.b.trimBlockBytes
 	if block <= 0 {
 		block = DefaultTrimBlock
@@ -262,7 +268,9 @@ func (t *Topic) appendLocked(e *entry, producer string, md *pb.MessageMetadata) 
 	if t.b.tracing() && !e.marker {
 		ev := Event{Kind: EventPublished, Topic: t.full, Producer: producer, ID: t.eventID(n),
 			Properties: properties(md.GetProperties())}
-		if e.inTxn {
+		if id != nil {
+			ev.Txn = id
+		} else if e.inTxn {
 			id := e.txn
 			ev.Txn = &id
 		}

@@ -284,3 +284,14 @@ func TestSeededTransactionHoldsBackThePlainMessagesAfterIt(t *testing.T) {
 		t.Fatalf("invariants: %v", v)
 	}
 }
+
+func TestSeedingWithoutTheCoordinatorFails(t *testing.T) {
+	b := broker.New()
+	defer b.Close()
+	if _, err := b.NewTransaction(time.Minute); !errors.Is(err, broker.ErrTransactionsDisabled) {
+		t.Fatalf("NewTransaction: %v", err)
+	}
+	if _, err := b.PublishInTransaction(broker.TxnID{}, "t"); !errors.Is(err, broker.ErrTransactionsDisabled) {
+		t.Fatalf("PublishInTransaction: %v", err)
+	}
+}

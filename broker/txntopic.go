@@ -78,7 +78,7 @@ func (t *Topic) appendTxnLocked(id txn.ID, e *entry, producer string, md *pb.Mes
 	// The buffer learns of the message before the subscriptions look at
 	// the new entry, so that none reads past it.
 	buf.Appended(id, t.log.end())
-	n := t.appendLocked(e, producer, md)
+	n := t.appendInLocked(e, producer, md, &id)
 	t.b.recordProduced(id, TxnMessage{Topic: t.full, ID: t.eventID(n)})
 	return n, nil
 }

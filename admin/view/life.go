@@ -41,6 +41,15 @@ const (
 	MarkSeek         MarkKind = "seek"
 	MarkDeadLetter   MarkKind = "dead-letter"  // the copy a dead-letter policy produced
 	MarkRetryLetter  MarkKind = "retry-letter" // the copy a retry policy produced
+
+	// Transactions: an acknowledgement in a transaction (held until it
+	// ends; a commit then reports MarkAcked with its Txn), the abort that
+	// gave the message back, and the end of the transaction that
+	// produced it.
+	MarkTxnAcked     MarkKind = "txn-acked"
+	MarkTxnReturned  MarkKind = "txn-returned"
+	MarkTxnCommitted MarkKind = "txn-committed"
+	MarkTxnAborted   MarkKind = "txn-aborted"
 )
 
 // Mark is one event in a message's life.
@@ -65,16 +74,32 @@ type Mark struct {
 	// Reason is the broker's word for a close: "client", "disconnect" or
 	// "broker".
 	Reason string
+	// Txn is the transaction concerned, "(most,least)", or "".
+	Txn string
 }
 
 // Sentence says what the mark means, as a line of a text timeline.
 func (m Mark) Sentence() string {
 	switch m.Kind {
 	case MarkPublished:
+		if m.Txn != "" {
+			return "published by " + m.Producer + " in transaction " + m.Txn
+		}
 		return "published by " + m.Producer
+	case MarkTxnAcked:
+		return fmt.Sprintf("acked by %s on %s in transaction %s: held until it ends", m.Consumer, m.Subscription, m.Txn)
+	case MarkTxnReturned:
+		return fmt.Sprintf("given back to %s by the abort of transaction %s", m.Subscription, m.Txn)
+	case MarkTxnCommitted:
+		return "transaction " + m.Txn + " committed: consumers may read it"
+	case MarkTxnAborted:
+		return "transaction " + m.Txn + " aborted"
 	case MarkDelivered:
 		return fmt.Sprintf("delivered to %s on %s with redelivery count %d", m.Consumer, m.Subscription, m.Count)
 	case MarkAcked:
+		if m.Txn != "" {
+			return fmt.Sprintf("acked on %s by the commit of transaction %s: the cursor moves past it", m.Subscription, m.Txn)
+		}
 		how := "acked"
 		if m.Cumulative {
 			how = "acked cumulatively"
@@ -118,6 +143,9 @@ type Life struct {
 	Subs []*SubLife
 	// Copies are the dead-letter and retry-letter copies made of it.
 	Copies []Mark
+	// TxnEnd is the commit or abort of the transaction that produced it,
+	// nil when none did or it has not ended.
+	TxnEnd *Mark
 }
 
 // SubLife is a message's life on one subscription.
@@ -125,12 +153,14 @@ type SubLife struct {
 	Name string
 	// Lanes has one lane per consumer that got or settled the message.
 	Lanes []*Lane
-	// Marks are the subscription's own marks: expiry and seeks.
+	// Marks are the subscription's own marks: expiry, seeks, the commit
+	// or abort of a transaction that acknowledged the message.
 	Marks []Mark
 	// Outcome is where the message stands on the subscription.
 	Outcome Outcome
 
 	settled *Mark // the ack or expiry that settled the message, nil if none
+	txnHeld *Mark // the acknowledgement in a transaction not yet ended
 }
 
 // Lane is one consumer's part in a message's life on a subscription.
@@ -160,6 +190,7 @@ const (
 	OutcomeRetried      OutcomeKind = "retry-lettered"
 	OutcomeExpired      OutcomeKind = "expired"
 	OutcomeHeld         OutcomeKind = "held"
+	OutcomeTxnHeld      OutcomeKind = "txn-held"
 	OutcomeWaiting      OutcomeKind = "waiting"
 )
 
@@ -213,7 +244,7 @@ type Store interface {
 // a batch are read from the stored entry, so that each finds its origin.
 func Lives(events []broker.Event, store Store, want func(Key) bool) []*Life {
 	b := &builder{want: want, store: store, lives: map[Key]*Life{}, held: map[holder]map[Key]*Delivery{},
-		touched: map[subKey][]*Life{}}
+		touched: map[subKey][]*Life{}, produced: map[string][]Key{}}
 	for i := range events {
 		b.add(&events[i])
 	}
@@ -308,12 +339,14 @@ type subKey struct{ topic, sub string }
 
 // builder follows events and keeps, per consumer, the deliveries it holds.
 type builder struct {
-	want    func(Key) bool
-	store   Store
-	lives   map[Key]*Life
-	order   []*Life
-	held    map[holder]map[Key]*Delivery
-	touched map[subKey][]*Life // lives per subscription, for expiry and seeks
+	// produced lists the entries each transaction produced, by topic.
+	produced map[string][]Key
+	want     func(Key) bool
+	store    Store
+	lives    map[Key]*Life
+	order    []*Life
+	held     map[holder]map[Key]*Delivery
+	touched  map[subKey][]*Life // lives per subscription, for expiry and seeks
 }
 
 func (b *builder) wanted(k Key) bool { return b.want == nil || b.want(k) }
@@ -356,8 +389,12 @@ func (s *SubLife) lane(consumer string) *Lane {
 }
 
 func markOf(e *broker.Event, kind MarkKind) Mark {
-	return Mark{Seq: e.Seq, Time: e.Time, Kind: kind, Subscription: e.Subscription, Consumer: e.Consumer,
+	m := Mark{Seq: e.Seq, Time: e.Time, Kind: kind, Subscription: e.Subscription, Consumer: e.Consumer,
 		Count: e.RedeliveryCount, Cumulative: e.Cumulative, Producer: e.Producer, Reason: e.Reason}
+	if e.Txn != nil {
+		m.Txn = e.Txn.String()
+	}
+	return m
 }
 
 func (b *builder) add(e *broker.Event) {
@@ -367,7 +404,17 @@ func (b *builder) add(e *broker.Event) {
 	case broker.EventDelivered:
 		b.delivered(e)
 	case broker.EventAcked:
+		if e.Txn != nil {
+			b.committed(e)
+			return
+		}
 		b.acked(e)
+	case broker.EventTxnAcked:
+		b.txnAcked(e)
+	case broker.EventTxnReturned:
+		b.txnReturned(e)
+	case broker.EventTxnCommitted, broker.EventTxnAborted:
+		b.txnEnded(e)
 	case broker.EventRedeliveryAsked:
 		h := holderOf(e)
 		if len(e.IDs) == 0 {
@@ -411,6 +458,9 @@ func (b *builder) published(e *broker.Event) {
 		l := b.life(k)
 		l.Published = markOf(e, MarkPublished)
 		l.Marks = append(l.Marks, l.Published)
+		if e.Txn != nil {
+			b.produced[e.Txn.String()] = append(b.produced[e.Txn.String()], k)
+		}
 	}
 	copies, batched := copiesIn(e, b.store)
 	for i, props := range copies {
@@ -620,7 +670,13 @@ func outcomeOf(l *Life, s *SubLife) Outcome {
 				return Outcome{OutcomeDeadLettered, fmt.Sprintf("moved to the dead-letter topic %s, then acked", c.Copy.Topic)}
 			}
 		}
+		if m.Txn != "" {
+			return Outcome{OutcomeAcked, "acked by the commit of transaction " + m.Txn}
+		}
 		return Outcome{OutcomeAcked, "acked by " + m.Consumer}
+	}
+	if m := s.txnHeld; m != nil {
+		return Outcome{OutcomeTxnHeld, "acked in transaction " + m.Txn + ", which has not ended"}
 	}
 	for _, ln := range s.Lanes {
 		for _, d := range ln.Deliveries {
@@ -630,4 +686,90 @@ func outcomeOf(l *Life, s *SubLife) Outcome {
 		}
 	}
 	return Outcome{OutcomeWaiting, "waiting to be delivered again"}
+}
+
+// txnAcked records an acknowledgement in a transaction: it ends the
+// consumer's hold (the message waits for the transaction's end).
+func (b *builder) txnAcked(e *broker.Event) {
+	h := holderOf(e)
+	m := markOf(e, MarkTxnAcked)
+	keys := []Key{keyOf(e.Topic, e.ID)}
+	if e.Cumulative {
+		keys = keys[:0]
+		for k := range b.held[h] {
+			if k.Ledger == e.ID.Ledger && k.Entry <= e.ID.Entry {
+				keys = append(keys, k)
+			}
+		}
+	}
+	for _, k := range keys {
+		if !b.wanted(k) {
+			continue
+		}
+		l := b.life(k)
+		s := b.sub(l, e.Subscription)
+		mark := m
+		s.txnHeld = &mark
+		l.Marks = append(l.Marks, m)
+		if d := b.held[h][k]; d != nil {
+			d.End = &mark
+			delete(b.held[h], k)
+		} else {
+			s.lane(e.Consumer).Acks = append(s.lane(e.Consumer).Acks, m)
+		}
+	}
+}
+
+// committed records a commit's acknowledgement of what its transaction
+// held.
+func (b *builder) committed(e *broker.Event) {
+	k := keyOf(e.Topic, e.ID)
+	if !b.wanted(k) {
+		return
+	}
+	l := b.life(k)
+	s := b.sub(l, e.Subscription)
+	if s.settled != nil {
+		return
+	}
+	m := markOf(e, MarkAcked)
+	s.settled, s.txnHeld = &m, nil
+	s.Marks = append(s.Marks, m)
+	l.Marks = append(l.Marks, m)
+}
+
+// txnReturned records an abort giving messages back to a subscription.
+func (b *builder) txnReturned(e *broker.Event) {
+	m := markOf(e, MarkTxnReturned)
+	for _, id := range e.IDs {
+		k := keyOf(e.Topic, id)
+		if !b.wanted(k) {
+			continue
+		}
+		l := b.life(k)
+		s := b.sub(l, e.Subscription)
+		s.txnHeld = nil
+		s.Marks = append(s.Marks, m)
+		l.Marks = append(l.Marks, m)
+	}
+}
+
+// txnEnded marks the end of a transaction on the messages it produced on
+// the topic (the topic's own event: its Topic is set).
+func (b *builder) txnEnded(e *broker.Event) {
+	if e.Topic == "" || e.Txn == nil {
+		return
+	}
+	kind := MarkTxnAborted
+	if e.Kind == broker.EventTxnCommitted {
+		kind = MarkTxnCommitted
+	}
+	m := markOf(e, kind)
+	for _, k := range b.produced[e.Txn.String()] {
+		if k.Topic == e.Topic {
+			l := b.life(k)
+			l.Marks = append(l.Marks, m)
+			l.TxnEnd = &m
+		}
+	}
 }

@@ -55,6 +55,9 @@ func Picture(l *Life) template.HTML {
 		cy := next(rowHeight)
 		writeRowStart(&body, row{label: "published by " + l.Published.Producer, title: "the producer", class: "row-published", y: cy}, total)
 		writeMark(&body, ax.x(l.Published.Time), cy, l.Published, l.Start())
+		if m := l.TxnEnd; m != nil {
+			writeMark(&body, ax.x(m.Time), cy, *m, l.Start())
+		}
 		body.WriteString("</g>")
 	}
 	for _, s := range l.Subs {
@@ -195,6 +198,14 @@ func glyph(m Mark) string {
 		return `<circle r="9"/><path class="ink-fill" d="M-4.4 0 L1 -4.2 V4.2 z"/><rect class="ink-fill" x="1.6" y="-4.2" width="2.2" height="8.4"/>`
 	case MarkDeadLetter, MarkRetryLetter:
 		return `<rect x="-8" y="-8" width="16" height="16" rx="2" transform="rotate(45)"/>`
+	case MarkTxnAcked:
+		return `<circle r="9" stroke-dasharray="3 2"/><path class="ink" d="M-4 0.5 L-1.2 3.3 L4.2 -2.8"/>`
+	case MarkTxnReturned:
+		return `<circle r="9" stroke-dasharray="3 2"/><path class="ink" d="M3.6 -1.8 A4.2 4.2 0 1 0 3.4 2.6"/>`
+	case MarkTxnCommitted:
+		return `<rect x="-6" y="-6" width="12" height="12"/><path class="ink" d="M-3.5 0.5 L-1 3 L3.8 -2.4"/>`
+	case MarkTxnAborted:
+		return `<rect x="-6" y="-6" width="12" height="12"/><path class="ink" d="M-3 -3 L3 3 M3 -3 L-3 3"/>`
 	}
 	return `<circle r="6"/>`
 }
@@ -214,6 +225,10 @@ var legendItems = []struct {
 	{Mark{Kind: MarkExpired}, "expired by message TTL"},
 	{Mark{Kind: MarkSeek}, "subscription reset by a seek"},
 	{Mark{Kind: MarkDeadLetter}, "copy on a dead-letter or retry topic"},
+	{Mark{Kind: MarkTxnAcked}, "acked in a transaction (held until it ends)"},
+	{Mark{Kind: MarkTxnReturned}, "given back by the transaction's abort"},
+	{Mark{Kind: MarkTxnCommitted}, "the producing transaction committed"},
+	{Mark{Kind: MarkTxnAborted}, "the producing transaction aborted"},
 }
 
 // Legend draws the glyphs and what they mean, as HTML.
