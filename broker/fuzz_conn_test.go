@@ -540,7 +540,7 @@ func (run *fuzzRun) step(r *fuzzReader) {
 	case opOther:
 		switch r.byte() % 3 {
 		case 0:
-			run.send(protocol.Base(pb.BaseCommand_NEW_TXN, &pb.TxnRequest{RequestId: run.req()}))
+			run.send(protocol.Base(pb.BaseCommand_NEW_TXN, &pb.CommandNewTxn{RequestId: run.req()}))
 		case 1:
 			run.send(protocol.Base(pb.BaseCommand_AUTH_RESPONSE, &pb.CommandAuthResponse{
 				Response: &pb.AuthData{AuthMethodName: proto.String("token"), AuthData: r.bytes(8)}}))
