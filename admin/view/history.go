@@ -1,6 +1,7 @@
 package view
 
 import (
+	"sort"
 	"sync"
 
 	"github.com/pulsarsim/pulsarsim/broker"
@@ -75,6 +76,22 @@ func (h *History) Events() []broker.Event {
 		out = append(out, c...)
 	}
 	return out
+}
+
+// Since returns a copy of the events held after the one numbered seq
+// (every event held when seq is 0), oldest first, and the number of events
+// forgotten so far because of the limit.
+func (h *History) Since(seq uint64) (events []broker.Event, dropped int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	// The chunks are in Seq order: skip those that end at or before seq.
+	i := sort.Search(len(h.chunks), func(i int) bool { c := h.chunks[i]; return c[len(c)-1].Seq > seq })
+	for ; i < len(h.chunks); i++ {
+		c := h.chunks[i]
+		j := sort.Search(len(c), func(j int) bool { return c[j].Seq > seq })
+		events = append(events, c[j:]...)
+	}
+	return events, h.dropped
 }
 
 // Stats says how much the history holds.

@@ -43,3 +43,17 @@ func TestHistoryForgetsTheOldestChunksBeyondItsLimit(t *testing.T) {
 		t.Fatalf("kept only %d events", len(evs))
 	}
 }
+
+func TestHistorySinceReturnsTheEventsAfterASequenceNumber(t *testing.T) {
+	h := view.NewHistory(2048)
+	for i := uint64(1); i <= 3000; i++ {
+		h.Record(broker.Event{Seq: i})
+	}
+	for _, seq := range []uint64{0, 900, 1024, 1500, 2999, 3000} {
+		evs, dropped := h.Since(seq)
+		first := max(seq+1, uint64(dropped)+1)
+		if dropped != 1024 || len(evs) != int(3000-first+1) || len(evs) > 0 && evs[0].Seq != first {
+			t.Errorf("Since(%d): %d events from %v, dropped %d; want them from %d, 1024 dropped", seq, len(evs), evs[:min(1, len(evs))], dropped, first)
+		}
+	}
+}

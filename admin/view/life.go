@@ -243,11 +243,21 @@ type Store interface {
 // store (nil for none), the copies a dead-letter or retry policy produced in
 // a batch are read from the stored entry, so that each finds its origin.
 func Lives(events []broker.Event, store Store, want func(Key) bool) []*Life {
-	b := &builder{want: want, store: store, lives: map[Key]*Life{}, held: map[holder]map[Key]*Delivery{},
-		touched: map[subKey][]*Life{}, produced: map[string][]Key{}}
+	b := newBuilder(store, want)
 	for i := range events {
 		b.add(&events[i])
 	}
+	return b.finish()
+}
+
+func newBuilder(store Store, want func(Key) bool) *builder {
+	return &builder{want: want, store: store, lives: map[Key]*Life{}, held: map[holder]map[Key]*Delivery{},
+		touched: map[subKey][]*Life{}, produced: map[string][]Key{}}
+}
+
+// finish brings the lives up to date with the events added so far, and
+// returns them. More events may be added afterwards.
+func (b *builder) finish() []*Life {
 	for _, l := range b.order {
 		l.finish()
 	}

@@ -214,13 +214,13 @@ func (v *Handler) topic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	full := tn.String()
-	events := v.events()
 	states := topicStates(v.b, []string{full}, nil)
 	if len(states) == 0 {
 		http.Error(w, "no topic "+full, http.StatusNotFound)
 		return
 	}
-	lives := Lives(events, v.b, func(k Key) bool { return k.Topic == full })
+	lives, done := v.topicLivesOf(full)
+	defer done()
 	p := topicPage{common: v.common(shortTopic(full), full), State: states[0], Lives: len(lives),
 		Sort: pick(r.URL.Query().Get("sort"), sorts), Filter: pick(r.URL.Query().Get("filter"), filters),
 		Sorts: sorts, Filters: filters}

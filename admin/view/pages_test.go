@@ -12,9 +12,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/pulsarsim/pulsarsim/admin/view"
 	"github.com/pulsarsim/pulsarsim/broker"
@@ -184,5 +186,85 @@ func TestAMessageOlderThanTheHistoryStillShowsWhatTheTopicHolds(t *testing.T) {
 	code, body := get(t, messageURL(srv.URL+"/view/", "old", "1:0"))
 	if code != 200 || !strings.Contains(body, "The history holds no event of this message") || !strings.Contains(body, "m0") {
 		t.Fatalf("%d:\n%s", code, body)
+	}
+}
+
+// TestATopicPageReadInStepsMatchesOneReadAtOnce visits a topic page after
+// every few events, so that the view brings its lives up to date a little at
+// a time, and compares the last page with a new view's, which reads every
+// event at once: with every event held, and with a history that forgets.
+func TestATopicPageReadInStepsMatchesOneReadAtOnce(t *testing.T) {
+	for _, limit := range []int{0, 1024} {
+		t.Run(fmt.Sprintf("history limit %d", limit), func(t *testing.T) {
+			b := broker.New()
+			h := view.NewHistory(limit)
+			b.OnEvent(h.Record)
+			if err := b.Listen("127.0.0.1:0"); err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			stepwise := view.New(b, h)
+			defer stepwise.Close()
+			srv := httptest.NewServer(stepwise)
+			defer srv.Close()
+			client, err := pulsar.NewClient(pulsar.ClientOptions{URL: b.URL(), Logger: log.DefaultNopLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			ctx := ctxFor(t)
+			c, err := client.Subscribe(pulsar.ConsumerOptions{Topic: "steps", SubscriptionName: "s", Type: pulsar.Shared,
+				NackRedeliveryDelay: 5 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "steps", DisableBatching: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			page := srv.URL + "/topic?name=steps&sort=busiest"
+			for i := range 400 {
+				if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(fmt.Sprint(i))}); err != nil {
+					t.Fatal(err)
+				}
+				m, err := c.Receive(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i%3 == 0 && m.RedeliveryCount() == 0 {
+					c.Nack(m)
+				} else {
+					c.Ack(m)
+				}
+				if i%25 == 0 {
+					get(t, page, "X-View-Part", "main")
+				}
+			}
+			for {
+				// Settle the nacked messages: each comes back once.
+				rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+				m, err := c.Receive(rctx)
+				cancel()
+				if err != nil {
+					break
+				}
+				c.Ack(m)
+			}
+			_, got := get(t, page, "X-View-Part", "main")
+			fresh := view.New(b, h)
+			defer fresh.Close()
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodGet, "/topic?name=steps&sort=busiest", nil)
+			req.Header.Set("X-View-Part", "main")
+			fresh.ServeHTTP(rec, req)
+			if want := rec.Body.String(); got != want {
+				t.Errorf("the page read in steps differs from one read at once:\n%s", cmp.Diff(want, got))
+			}
+			if limit > 0 && h.Stats().Dropped == 0 {
+				t.Errorf("the history forgot nothing: %+v", h.Stats())
+			}
+		})
 	}
 }

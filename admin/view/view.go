@@ -36,6 +36,9 @@ type Handler struct {
 	h   *History
 	mux *http.ServeMux
 
+	cacheMu sync.Mutex
+	cache   map[string]*topicLives // by topic, see topicLivesOf
+
 	closeOnce sync.Once
 	done      chan struct{}
 }
@@ -44,7 +47,7 @@ type Handler struct {
 // record from before the broker serves (see History); events it missed are
 // missing from the pictures.
 func New(b *broker.Broker, h *History) *Handler {
-	v := &Handler{b: b, h: h, mux: http.NewServeMux(), done: make(chan struct{})}
+	v := &Handler{b: b, h: h, mux: http.NewServeMux(), cache: map[string]*topicLives{}, done: make(chan struct{})}
 	v.mux.HandleFunc("GET /{$}", v.index)
 	v.mux.HandleFunc("GET /topic", v.topic)
 	v.mux.HandleFunc("GET /message", v.message)
