@@ -23,6 +23,7 @@ type config struct {
 	maxUnackedPerCons int
 	batchIndexAck     bool
 	ksConsistentHash  bool
+	failoverDelay     time.Duration // 0: dispatch's default; negative: none
 	expiryInterval    time.Duration
 	limits            Limits
 	handshakeTimeout  time.Duration
@@ -94,6 +95,21 @@ func WithMaxUnackedMessagesPerConsumer(n int) Option {
 // ack_set) only clears the entry's redelivery counter: the entry stays
 // unacknowledged until a whole-entry ack.
 func WithBatchIndexAck(on bool) Option { return func(c *config) { c.batchIndexAck = on } }
+
+// WithFailoverDelay sets activeConsumerFailoverDelayTimeMillis: after the
+// active consumer of a Failover subscription changes, the new one gets
+// nothing for this long (on the broker's clock), then everything
+// unacknowledged. Default 1 s, as in Pulsar 4.0; 0 or less switches at
+// once. Tests that change consumers often set it small to keep the delay's
+// behaviour without its second.
+func WithFailoverDelay(d time.Duration) Option {
+	return func(c *config) {
+		c.failoverDelay = d
+		if d <= 0 {
+			c.failoverDelay = -1
+		}
+	}
+}
 
 // WithKeySharedConsistentHashing sets subscriptionKeySharedUseConsistentHashing:
 // on (the default), Key_Shared AUTO_SPLIT consumers share the hash space on

@@ -116,6 +116,12 @@ func (s *Subscription) dispatcherOptions(typ dispatch.SubType) dispatch.Options 
 	o.PartitionIndex = s.topic.name.Partition
 	o.MaxUnackedPerConsumer = s.topic.b.cfg.maxUnackedPerCons
 	o.KeySharedAutoSplitRanges = !s.topic.b.cfg.ksConsistentHash
+	switch d := s.topic.b.cfg.failoverDelay; {
+	case d < 0:
+		o.FailoverDelay = -1
+	case d > 0:
+		o.FailoverDelay = max(d.Milliseconds(), 1)
+	}
 	if o.MaxUnackedPerConsumer == 0 || !s.durable {
 		o.MaxUnackedPerConsumer = -1
 	}

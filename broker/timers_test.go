@@ -82,6 +82,32 @@ func TestFailoverConsumerIsServedAfterTheSwitchDelay(t *testing.T) {
 	}
 }
 
+func TestFailoverSwitchDelayIsWhatTheBrokerIsConfiguredWith(t *testing.T) {
+	b, clock := manualBroker(t, broker.WithFailoverDelay(10*time.Millisecond))
+	ctx := testCtx(t)
+	produceUnbatched(t, b.Client(), "fo-short", 1, numbered)
+	c := subscribe(t, b.Client(), pulsar.ConsumerOptions{Topic: "fo-short", SubscriptionName: "s",
+		Type: pulsar.Failover, SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if m, err := c.Receive(short); err == nil {
+		t.Fatalf("got %q before the 10 ms switch delay passed on the broker's clock", m.Payload())
+	}
+	clock.Advance(10 * time.Millisecond)
+	b.RunTimers()
+	if m := receive(t, ctx, c); string(m.Payload()) != "0" {
+		t.Fatalf("got %q", m.Payload())
+	}
+
+	none, _ := manualBroker(t, broker.WithFailoverDelay(0))
+	produceUnbatched(t, none.Client(), "fo-none", 1, numbered)
+	c = subscribe(t, none.Client(), pulsar.ConsumerOptions{Topic: "fo-none", SubscriptionName: "s",
+		Type: pulsar.Failover, SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if m := receive(t, ctx, c); string(m.Payload()) != "0" { // the clock never moves
+		t.Fatalf("got %q", m.Payload())
+	}
+}
+
 func TestSeekOnFailoverClosesOnlyTheActiveConsumer(t *testing.T) {
 	b := testkit.Start(t)
 	ctx := testCtx(t)
