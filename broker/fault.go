@@ -107,6 +107,7 @@ type FaultHandle struct {
 	held    []*HeldCommand // held now, in the order they were held
 	log     []*HeldCommand // every command held, for Next
 	next    int            // log[next] is the next one Next returns
+	holding int            // firings of a hold whose command is not in log yet
 }
 
 // faults is a broker's fault registry: the faults in force by command kind,
@@ -288,6 +289,9 @@ func (h *FaultHandle) fire() bool {
 		return false
 	}
 	h.fired++
+	if h.act == actHold {
+		h.holding++ // until addHeld logs the command: Next waits for it
+	}
 	h.notifyLocked()
 	retired := h.spec.Count > 0 && h.fired >= h.spec.Count
 	if retired {

@@ -215,6 +215,7 @@ func (fh *FaultHandle) addHeld(h *HeldCommand) {
 	fh.mu.Lock()
 	fh.held = append(fh.held, h)
 	fh.log = append(fh.log, h)
+	fh.holding--
 	fh.notifyLocked()
 	fh.mu.Unlock()
 }
@@ -247,7 +248,7 @@ func (fh *FaultHandle) Next(ctx context.Context) (*HeldCommand, error) {
 			fh.mu.Unlock()
 			return h, nil
 		}
-		done, changed := fh.done, fh.changed
+		done, changed := fh.done && fh.holding == 0, fh.changed
 		fh.mu.Unlock()
 		if done {
 			return nil, ErrFaultDone

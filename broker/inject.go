@@ -89,16 +89,9 @@ func (c *conn) applyFaults(f protocol.Frame) (handled, keep bool) {
 	}
 	scope := c.scopeOf(cmd)
 	var delay time.Duration
-	var final *FaultHandle
 	for _, h := range list {
-		switch {
-		case !h.matches(scope):
-		case h.act.passes():
-			if h.fire() {
-				delay += h.spec.Delay
-			}
-		case final == nil && h.fire():
-			final = h
+		if h.act.passes() && h.matches(scope) && h.fire() {
+			delay += h.spec.Delay
 		}
 	}
 	if delay > 0 {
@@ -107,6 +100,13 @@ func (c *conn) applyFaults(f protocol.Frame) (handled, keep bool) {
 		case <-time.After(delay):
 		case <-c.done:
 			return true, true // closing: the reader notices at its next read
+		}
+	}
+	var final *FaultHandle
+	for _, h := range list {
+		if !h.act.passes() && h.matches(scope) && h.fire() {
+			final = h
+			break
 		}
 	}
 	if final == nil {
