@@ -32,18 +32,18 @@ type waitingProducer struct {
 
 // admitProducerLocked applies the access mode of a new producer. It returns
 // false with the error to send when the producer is refused, and queued true
-// when it waits for the topic. Producers it fences are returned for the
-// caller to forget once the topic lock is released.
-func (t *Topic) admitProducerLocked(prod *Producer, req *pb.CommandProducer) (ok, queued bool, refusal *pb.BaseCommand, fenced []*Producer) {
-	refuse := func(code pb.ServerError, format string, args ...any) (bool, bool, *pb.BaseCommand, []*Producer) {
-		return false, false, protocol.ErrorCommand(req.GetRequestId(), code, fmt.Sprintf(format, args...)), nil
+// when it waits for the topic. The producers it fences are closed from the
+// broker side.
+func (t *Topic) admitProducerLocked(prod *Producer, req *pb.CommandProducer) (ok, queued bool, refusal *pb.BaseCommand) {
+	refuse := func(code pb.ServerError, format string, args ...any) (bool, bool, *pb.BaseCommand) {
+		return false, false, protocol.ErrorCommand(req.GetRequestId(), code, fmt.Sprintf(format, args...))
 	}
 	switch req.GetProducerAccessMode() {
 	case pb.ProducerAccessMode_Shared:
 		if t.exclusive != nil {
 			return refuse(pb.ServerError_ProducerBusy, "Topic has an existing exclusive producer: %s", t.exclusive.Name)
 		}
-		return true, false, nil, nil
+		return true, false, nil
 	case pb.ProducerAccessMode_Exclusive:
 		if t.exclusive != nil {
 			return refuse(pb.ServerError_ProducerFenced, "Topic has an existing exclusive producer: %s", t.exclusive.Name)
@@ -54,19 +54,18 @@ func (t *Topic) admitProducerLocked(prod *Producer, req *pb.CommandProducer) (ok
 	case pb.ProducerAccessMode_ExclusiveWithFencing:
 		for p := range t.producers {
 			t.closeProducerLocked(p)
-			fenced = append(fenced, p)
 		}
 	case pb.ProducerAccessMode_WaitForExclusive:
 		if t.exclusive != nil || len(t.producers) > 0 {
 			t.waiting = append(t.waiting, waitingProducer{prod, req.GetRequestId()})
-			return false, true, nil, nil
+			return false, true, nil
 		}
 	}
 	if req.TopicEpoch != nil && t.hasEpoch && req.GetTopicEpoch() < t.topicEpoch {
 		return refuse(pb.ServerError_ProducerFenced, "Topic epoch %d is older than the topic's %d", req.GetTopicEpoch(), t.topicEpoch)
 	}
 	t.takeExclusiveLocked(prod, req.TopicEpoch)
-	return true, false, nil, fenced
+	return true, false, nil
 }
 
 // takeExclusiveLocked makes prod the topic's exclusive producer: a producer
@@ -111,10 +110,11 @@ func (t *Topic) dropProducerLocked(p *Producer) {
 }
 
 // closeProducerLocked closes a producer from the broker side: the client gets
-// CLOSE_PRODUCER. The caller removes it from its connection's table once the
-// topic lock is released.
+// CLOSE_PRODUCER. The producer leaves its connection's table first, so that
+// the client's PRODUCER that follows creates it anew, not finds it alive.
 func (t *Topic) closeProducerLocked(p *Producer) {
 	t.b.emit(Event{Kind: EventProducerClosed, Topic: t.full, Producer: p.Name, Reason: "broker"})
+	p.conn.forgetProducer(p)
 	p.conn.send(protocol.Base(pb.BaseCommand_CLOSE_PRODUCER, &pb.CommandCloseProducer{
 		ProducerId: proto.Uint64(p.ID), RequestId: proto.Uint64(minusOne),
 	}))

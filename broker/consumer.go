@@ -284,27 +284,26 @@ func (c *conn) handleUnsubscribe(u *pb.CommandUnsubscribe) {
 			"Unconnected or shared consumer attempting to unsubscribe"))
 		return
 	}
-	others := s.closeConsumersLocked(cs, nil)
+	s.closeConsumersLocked(cs, nil)
 	s.removeConsumerLocked(cs, "client")
 	delete(t.subs, s.name)
 	t.mu.Unlock()
 	c.forget(cs)
-	for _, o := range others {
-		o.conn.forget(o)
-	}
 	c.send(protocol.SuccessCommand(u.GetRequestId()))
 }
 
 // closeConsumersLocked closes consumers of the subscription from the broker
 // side: only, when given, or else every one but keep. Each gets
-// CLOSE_CONSUMER and is detached. The caller removes them from their
-// connections' tables once the topic lock is released.
+// CLOSE_CONSUMER and is detached; it leaves its connection's table first,
+// so that the client's SUBSCRIBE that follows creates it anew, not finds it
+// alive. It returns the consumers it closed.
 func (s *Subscription) closeConsumersLocked(keep, only *Consumer) []*Consumer {
 	var closed []*Consumer
 	for _, o := range s.consumers {
 		if o == keep || (only != nil && o != only) {
 			continue
 		}
+		o.conn.forget(o)
 		o.conn.send(protocol.Base(pb.BaseCommand_CLOSE_CONSUMER, &pb.CommandCloseConsumer{
 			ConsumerId: proto.Uint64(o.ID), RequestId: proto.Uint64(minusOne),
 		}))

@@ -21,29 +21,13 @@ func (t *Topic) busyLocked() bool {
 
 // disconnectAllLocked closes every producer and consumer of the topic from
 // the broker side: each gets CLOSE_PRODUCER or CLOSE_CONSUMER and is
-// detached. The caller passes the result to forgetAll once the topic lock is
-// released.
-func (t *Topic) disconnectAllLocked() ([]*Producer, []*Consumer) {
-	prods := make([]*Producer, 0, len(t.producers))
+// detached.
+func (t *Topic) disconnectAllLocked() {
 	for p := range t.producers {
 		t.closeProducerLocked(p)
-		prods = append(prods, p)
 	}
-	var conss []*Consumer
 	for _, s := range t.subs {
-		conss = append(conss, s.closeConsumersLocked(nil, nil)...)
-	}
-	return prods, conss
-}
-
-// forgetAll removes closed producers and consumers from their connections'
-// tables.
-func forgetAll(prods []*Producer, conss []*Consumer) {
-	for _, p := range prods {
-		p.conn.forgetProducer(p)
-	}
-	for _, cs := range conss {
-		cs.conn.forget(cs)
+		s.closeConsumersLocked(nil, nil)
 	}
 }
 
@@ -91,9 +75,6 @@ func (b *Broker) CloseConsumer(topic, sub, consumer string) bool {
 	t.mu.Lock()
 	closed := c.sub.closeConsumersLocked(nil, c)
 	t.mu.Unlock()
-	for _, o := range closed {
-		o.conn.forget(o)
-	}
 	return len(closed) > 0
 }
 
@@ -116,9 +97,5 @@ func (b *Broker) CloseProducer(topic, producer string) bool {
 		t.closeProducerLocked(p)
 	}
 	t.mu.Unlock()
-	if p == nil {
-		return false
-	}
-	p.conn.forgetProducer(p)
-	return true
+	return p != nil
 }

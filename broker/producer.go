@@ -58,11 +58,8 @@ func (c *conn) handleProducer(p *pb.CommandProducer) {
 	prod := &Producer{ID: p.GetProducerId(), Name: name, topic: t, conn: c,
 		metadata: properties(p.GetMetadata()), since: time.Now()}
 	t.mu.Lock()
-	fenced := t.attachProducerLocked(prod, p)
+	t.attachProducerLocked(prod, p)
 	t.mu.Unlock()
-	for _, f := range fenced {
-		f.conn.forgetProducer(f)
-	}
 }
 
 // checkProducer applies the checks of a PRODUCER that need no topic: its
@@ -92,19 +89,19 @@ func (c *conn) producer(id uint64) *Producer {
 
 // attachProducerLocked applies the topic's checks and its access mode to a
 // new producer and answers its PRODUCER: refused, queued for the topic
-// (WaitForExclusive), or attached. It returns the producers the new one
-// fenced, for the caller to forget once the topic lock is released.
-func (t *Topic) attachProducerLocked(prod *Producer, p *pb.CommandProducer) (fenced []*Producer) {
+// (WaitForExclusive), or attached; the producers it fences are closed from
+// the broker side.
+func (t *Topic) attachProducerLocked(prod *Producer, p *pb.CommandProducer) {
 	c, reqID := prod.conn, p.GetRequestId()
 	if refusal := t.checkProducerLocked(prod, p); refusal != nil {
 		c.send(refusal)
-		return nil
+		return
 	}
 	prod.schemaVersion = c.b.schemaVersion(t.name, p.Schema)
-	ok, queued, refusal, fenced := t.admitProducerLocked(prod, p)
+	ok, queued, refusal := t.admitProducerLocked(prod, p)
 	if refusal != nil {
 		c.send(refusal)
-		return nil
+		return
 	}
 	if sub := p.GetInitialSubscriptionName(); sub != "" {
 		t.ensureSubscriptionLocked(sub)
@@ -124,7 +121,6 @@ func (t *Topic) attachProducerLocked(prod *Producer, p *pb.CommandProducer) (fen
 		c.b.emit(Event{Kind: EventProducerOpened, Topic: t.full, Producer: prod.Name})
 		c.send(c.producerSuccess(reqID, prod))
 	}
-	return fenced
 }
 
 // checkProducerLocked applies the topic's checks to a new producer: the

@@ -34,13 +34,12 @@ func (c *conn) handleSeek(sk *pb.CommandSeek) {
 		target = t.firstAtOrAfterLocked(sk.GetMessagePublishTime())
 	}
 	s.resetting = true
-	var closed []*Consumer
 	if s.disp != nil && (s.typ == dispatch.Exclusive || s.typ == dispatch.Failover) {
 		if id, ok := s.disp.Active(); ok && s.consumers[id] != nil {
-			closed = s.closeConsumersLocked(nil, s.consumers[id])
+			s.closeConsumersLocked(nil, s.consumers[id])
 		}
 	} else {
-		closed = s.closeConsumersLocked(nil, nil)
+		s.closeConsumersLocked(nil, nil)
 	}
 	s.resetting = false
 	if s.disp != nil {
@@ -50,9 +49,6 @@ func (c *conn) handleSeek(sk *pb.CommandSeek) {
 	}
 	c.b.emit(Event{Kind: EventSubscriptionSeek, Topic: t.full, Subscription: s.name, ID: t.eventID(target)})
 	t.mu.Unlock()
-	for _, o := range closed {
-		o.conn.forget(o)
-	}
 	c.send(protocol.SuccessCommand(reqID))
 }
 

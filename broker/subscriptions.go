@@ -151,11 +151,10 @@ func (b *Broker) DeleteSubscription(topic, sub string, force bool) error {
 			return ErrSubscriptionBusy
 		}
 		found = true
-		closed := s.closeConsumersLocked(nil, nil)
+		s.closeConsumersLocked(nil, nil)
 		delete(t.subs, sub)
 		t.trimLocked()
 		t.mu.Unlock()
-		forgetAll(nil, closed)
 	}
 	if !found {
 		return errorf(ErrSubscriptionNotFound, "Subscription %s not found for topic %s", sub, tn)

@@ -19,14 +19,9 @@ func (b *Broker) TerminateTopic(name string) (MessageID, error) {
 	t.mu.Lock()
 	t.terminated = true
 	last := t.eventID(t.log.end() - 1)
-	var closed []*Producer
 	for p := range t.producers {
 		t.closeProducerLocked(p)
-		closed = append(closed, p)
 	}
 	t.mu.Unlock()
-	for _, p := range closed {
-		p.conn.forgetProducer(p)
-	}
 	return last, nil
 }

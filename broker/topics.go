@@ -121,9 +121,8 @@ func (b *Broker) deleteTopic(t *Topic, force bool) error {
 		return ErrTopicBusy
 	}
 	t.deleted = true
-	prods, conss := t.disconnectAllLocked()
+	t.disconnectAllLocked()
 	t.mu.Unlock()
-	forgetAll(prods, conss)
 	b.mu.Lock()
 	if b.topics[t.full] == t {
 		delete(b.topics, t.full)
@@ -179,9 +178,8 @@ func (b *Broker) UnloadTopic(name string) error {
 	}
 	for _, t := range ts {
 		t.mu.Lock()
-		prods, conss := t.disconnectAllLocked()
+		t.disconnectAllLocked()
 		t.mu.Unlock()
-		forgetAll(prods, conss)
 	}
 	return nil
 }
