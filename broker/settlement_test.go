@@ -448,8 +448,11 @@ func TestBatchIndexAckRedeliversOnlyTheUnackedHalf(t *testing.T) {
 	b := testkit.Start(t, testkit.WithBroker(broker.WithBatchIndexAck(true)))
 	client := b.Client()
 	ctx := testCtx(t)
+	// Acks go out at once (no grouping), so the partial acks reach the broker
+	// before the redelivery request of the nacks, on the same connection.
 	cons := subscribe(t, client, pulsar.ConsumerOptions{Topic: "bia", SubscriptionName: "s", Type: pulsar.Shared,
-		EnableBatchIndexAcknowledgment: true, NackRedeliveryDelay: 20 * time.Millisecond})
+		EnableBatchIndexAcknowledgment: true, NackRedeliveryDelay: 20 * time.Millisecond,
+		AckGroupingOptions: &pulsar.AckGroupingOptions{MaxSize: 1}})
 	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "bia", BatchingMaxMessages: 10,
 		BatchingMaxPublishDelay: time.Second})
 	if err != nil {
