@@ -19,7 +19,10 @@ func TestSharedDelayedMessageArrivesAfterItsDelay(t *testing.T) {
 	c := b.Client()
 	ctx := testCtx(t)
 	cons := subscribe(t, c, pulsar.ConsumerOptions{Topic: "delayed", SubscriptionName: "s", Type: pulsar.Shared})
-	start := time.Now()
+	// deliver_at_time is in whole milliseconds (the client's clock, truncated,
+	// plus the delay), so the broker may deliver up to 1 ms before
+	// time.Now() + 1.5 s here: measure from the millisecond.
+	start := time.Now().Truncate(time.Millisecond)
 	produceUnbatched(t, c, "delayed", 1, func(int) *pulsar.ProducerMessage {
 		return &pulsar.ProducerMessage{Payload: []byte("later"), DeliverAfter: 1500 * time.Millisecond}
 	})
