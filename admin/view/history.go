@@ -14,7 +14,7 @@ import (
 const historyChunk = 1024
 
 // DefaultHistoryLimit is the number of events the standalone broker keeps
-// for its view: about 63 MB at the 241 bytes a delivery event was measured
+// for its view: about 65 MB at the 249 bytes a delivery event was measured
 // to take (BENCHMARKS.md), more when published messages carry many
 // properties. Older events are forgotten a chunk at a time.
 const DefaultHistoryLimit = 256 * historyChunk
