@@ -22,7 +22,8 @@
 //     consumers' counters. No goroutine ever holds two topic locks.
 //  3. a connection's state lock (conn.mu): its producer and consumer tables,
 //     handshake and authentication state. Taken under a topic lock (a
-//     SUBSCRIBE or PRODUCER registering its consumer or producer, stats
+//     SUBSCRIBE or PRODUCER registering its consumer or producer, a
+//     broker-side close removing one before its CLOSE_* goes out, stats
 //     reading the client version), under a handling lock (a fault resolving
 //     a consumer id), or alone.
 //  4. the broker's lock (Broker.mu), which guards the topic table,
