@@ -27,7 +27,10 @@ const maxProtocolVersion = 21
 type conn struct {
 	b  *Broker
 	nc net.Conn
-	ip string // the client's IP address, for the same-address limits
+	// replayTwice is set by a Duplicate fault for the REDELIVER command
+	// about to run (handling goroutine only).
+	replayTwice bool
+	ip          string // the client's IP address, for the same-address limits
 	// remote is the client's address, "host:port", for events.
 	remote string
 	log    *slog.Logger

@@ -232,6 +232,8 @@ func ackResponse(a *pb.CommandAck, code pb.ServerError, msg string) *pb.BaseComm
 }
 
 func (c *conn) handleRedeliver(r *pb.CommandRedeliverUnacknowledgedMessages) {
+	twice := c.replayTwice
+	c.replayTwice = false
 	cs := c.consumer(r.GetConsumerId())
 	if cs == nil {
 		return
@@ -249,10 +251,12 @@ func (c *conn) handleRedeliver(r *pb.CommandRedeliverUnacknowledgedMessages) {
 		s.disp.UpdateEpoch(cs.dispID, int64(r.GetConsumerEpoch()))
 	}
 	var ids []MessageID
+	var entries []int64
 	if len(r.GetMessageIds()) == 0 {
+		entries = s.disp.PendingOf(cs.dispID)
 		s.disp.RedeliverAll(cs.dispID)
 	} else {
-		entries := make([]int64, 0, len(r.GetMessageIds()))
+		entries = make([]int64, 0, len(r.GetMessageIds()))
 		for _, id := range r.GetMessageIds() {
 			if n, ok := t.entryOf(id); ok {
 				entries = append(entries, n)
@@ -260,6 +264,9 @@ func (c *conn) handleRedeliver(r *pb.CommandRedeliverUnacknowledgedMessages) {
 			}
 		}
 		s.disp.Redeliver(cs.dispID, entries)
+	}
+	if twice {
+		s.disp.ReplayTwice(entries)
 	}
 	// The request is reported before the deliveries it causes.
 	c.b.emit(Event{Kind: EventRedeliveryAsked, Topic: t.full, Subscription: s.name, Consumer: cs.Name,

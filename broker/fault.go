@@ -74,6 +74,15 @@ type Fault struct {
 	// (FaultHandle.Next, HeldCommand.Release); the connection goes on with
 	// its later commands meanwhile. See HeldCommand.
 	Hold bool
+	// Duplicate, for REDELIVER_UNACKNOWLEDGED_MESSAGES only, lets the
+	// command be handled as usual and then replays the entries it sends back
+	// to a Shared subscription twice, as Pulsar 4.0.8 does now and then under
+	// load (FIDELITY.md): the next consumer in turn gets the entry, and the
+	// next one that does not hold it gets a second copy with the same
+	// redelivery count. Each copy is pending at its consumer (a nack from
+	// either counts); an ack releases both. On other subscription types it
+	// only counts the command.
+	Duplicate bool
 }
 
 // action is what a fault does to a command it matches.
@@ -85,11 +94,12 @@ const (
 	actDrop
 	actObserve
 	actHold
+	actDuplicate
 )
 
 // passes reports whether the action lets the command go on to the next fault
 // and its handler.
-func (a action) passes() bool { return a == actDelay || a == actObserve }
+func (a action) passes() bool { return a == actDelay || a == actObserve || a == actDuplicate }
 
 // FaultHandle is a fault added to a broker. It counts the commands the fault
 // acted on and removes it.
@@ -167,14 +177,17 @@ func (b *Broker) newFault(f Fault) (*FaultHandle, error) {
 	for _, on := range []struct {
 		set bool
 		act action
-	}{{f.Delay > 0, actDelay}, {f.Drop, actDrop}, {f.Observe, actObserve}, {f.Hold, actHold}} {
+	}{{f.Delay > 0, actDelay}, {f.Drop, actDrop}, {f.Observe, actObserve}, {f.Hold, actHold}, {f.Duplicate, actDuplicate}} {
 		if on.set {
 			set++
 			h.act = on.act
 		}
 	}
 	if set > 1 || (set == 1 && (f.Error != 0 || f.Message != "")) {
-		return nil, fmt.Errorf("fault on %s: give one action (an error, Delay, Drop, Observe or Hold)", f.Command)
+		return nil, fmt.Errorf("fault on %s: give one action (an error, Delay, Drop, Observe, Hold or Duplicate)", f.Command)
+	}
+	if f.Duplicate && kind != pb.BaseCommand_REDELIVER_UNACKNOWLEDGED_MESSAGES {
+		return nil, fmt.Errorf("fault on %s: Duplicate is for REDELIVER_UNACKNOWLEDGED_MESSAGES", f.Command)
 	}
 	if h.act == actFail && h.spec.Message == "" {
 		h.spec.Message = fmt.Sprintf("pulsarsim: injected %s for %s", f.Error, f.Command)

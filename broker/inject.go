@@ -89,9 +89,11 @@ func (c *conn) applyFaults(f protocol.Frame) (handled, keep bool) {
 	}
 	scope := c.scopeOf(cmd)
 	var delay time.Duration
+	twice := false
 	for _, h := range list {
 		if h.act.passes() && h.matches(scope) && h.fire() {
 			delay += h.spec.Delay
+			twice = twice || h.act == actDuplicate
 		}
 	}
 	if delay > 0 {
@@ -110,6 +112,9 @@ func (c *conn) applyFaults(f protocol.Frame) (handled, keep bool) {
 		}
 	}
 	if final == nil {
+		// The command runs right after this, on this goroutine. (A held
+		// command runs later without it.)
+		c.replayTwice = twice
 		return false, true
 	}
 	switch final.act {

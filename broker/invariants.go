@@ -311,7 +311,9 @@ func (c *subCheck) checkStates() {
 			c.fail(RuleOneState, n, "not published yet, and %s", strings.Join(hs, ", "))
 		case n >= read:
 			c.fail(RuleOneState, n, "not yet dispatched (at or after the read position %d), and %s", read, strings.Join(hs, ", "))
-		case len(hs) > 1:
+		case len(hs) > 1 && !slices.Contains(c.st.Duplicated, n):
+			// (A duplicate dispatch asked of the broker leaves an entry
+			// with two holders, as Pulsar's race does.)
 			c.fail(RuleOneState, n, "in %d states at once: %s", len(hs), strings.Join(hs, ", "))
 		}
 	}

@@ -7,10 +7,11 @@ package dispatch
 // was never delivered acknowledges it too. The broker must drop acks of entries
 // beyond the end of the log, as Pulsar's cursor does.
 func (d *Dispatcher) Ack(e int64) {
-	if c := d.owner[e]; c != nil {
+	for c := d.owner[e]; c != nil; c = d.owner[e] {
 		d.removePending(c, e)
 		d.maybeUnblock(c)
 	}
+	delete(d.dupMarked, e)
 	d.replay.remove(e)
 	d.cur.Ack(e)
 	d.trimInflight()
@@ -25,10 +26,13 @@ func (d *Dispatcher) Ack(e int64) {
 // acknowledgement removes the entry's redelivery counter, as in Pulsar.
 func (d *Dispatcher) AckBatchIndexes(e int64, batchSize int, ackSet []int64) {
 	done := d.cur.AckBatchIndexes(e, batchSize, ackSet)
-	if c := d.owner[e]; c != nil {
-		if done {
+	holders := append([]*consumer{d.owner[e]}, d.extra[e]...)
+	for _, c := range holders {
+		switch {
+		case c == nil:
+		case done:
 			d.removePending(c, e)
-		} else {
+		default:
 			pe := c.pending[e]
 			left := int32(d.cur.Remaining(e, batchSize))
 			if diff := pe.msgs - left; diff > 0 {
@@ -79,6 +83,9 @@ func (d *Dispatcher) ResetTo(e int64) {
 	d.cur.ResetTo(e)
 	d.replay.clear()
 	d.dropDelayed()
+	clear(d.extra)
+	clear(d.dupNext)
+	clear(d.dupMarked)
 	for _, c := range d.consumers {
 		if c.pending != nil {
 			for k := range c.pending {

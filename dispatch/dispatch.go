@@ -29,8 +29,10 @@ func (d *Dispatcher) deliverMulti(c *consumer, e int64, hash int32, log Log) Del
 	ackSet, msgs := d.ackSetFor(e, log.Info(e))
 	c.permits -= int(msgs)
 	c.unacked += int(msgs)
+	if _, held := c.pending[e]; !held {
+		d.takeHolder(c, e)
+	}
 	c.pending[e] = pendingEntry{msgs: msgs, hash: hash}
-	d.owner[e] = c
 	if d.draining {
 		h := d.holds[hash]
 		if h == nil {
@@ -148,6 +150,10 @@ func (d *Dispatcher) readShared(log Log) (batch []int64, fromReplay bool) {
 	for d.replay.len() > 0 && len(batch) < n {
 		e := d.replay.items[0].entry
 		d.replay.popFront()
+		if d.dupNext[e] {
+			delete(d.dupNext, e)
+			d.again = append(d.again, e)
+		}
 		if !d.cur.IsAcked(e) {
 			batch = append(batch, e)
 		}
@@ -177,6 +183,7 @@ func (d *Dispatcher) dispatchShared(log Log) []Delivery {
 			break
 		}
 		out = d.sendShared(batch, log, out)
+		out = d.sendAgain(log, out)
 	}
 	return out
 }

@@ -79,6 +79,13 @@ type Dispatcher struct {
 	readBuf []int64 // reused by readShared
 	replay  replayQueue
 	owner   map[int64]*consumer // entry -> consumer whose pending acks hold it
+	// extra lists the other consumers holding an entry sent again while
+	// pending (duplicate.go); dupNext marks replay entries to replay twice,
+	// again those of the current read, dupMarked those that got a copy.
+	extra     map[int64][]*consumer
+	dupNext   map[int64]bool
+	again     []int64
+	dupMarked map[int64]bool
 
 	// Key_Shared.
 	sel          selector
@@ -107,6 +114,7 @@ func New(opts Options, c *cursor.Cursor) *Dispatcher {
 		byID:   make(map[uint64]*consumer),
 		replay: newReplayQueue(),
 		owner:  make(map[int64]*consumer),
+		extra:  make(map[int64][]*consumer),
 		holds:  make(map[int32]*hashHold),
 	}
 }
@@ -242,6 +250,9 @@ func (d *Dispatcher) removeConsumer(id uint64, repick bool) {
 		for e := range c.pending {
 			delete(d.owner, e)
 		}
+		clear(d.extra)
+		clear(d.dupNext)
+		clear(d.dupMarked)
 		clear(d.holds)
 		d.replay.clear()
 		d.dropDelayed()
@@ -316,7 +327,7 @@ func (d *Dispatcher) removePending(c *consumer, e int64) pendingEntry {
 		return pe
 	}
 	delete(c.pending, e)
-	delete(d.owner, e)
+	d.dropHolder(c, e)
 	c.unacked -= int(pe.msgs)
 	if c.unacked < 0 {
 		c.unacked = 0

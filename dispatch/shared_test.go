@@ -523,3 +523,76 @@ func TestPartialBatchAckDoesNotUnblock(t *testing.T) {
 		t.Fatalf("a blocked consumer got %v", allEntries(got))
 	}
 }
+
+func TestReplayTwiceSendsARedeliveredEntryToTwoConsumersWithOneCount(t *testing.T) {
+	d, log := newTest(t, Shared, func(o *Options) { o.MaxRoundRobinBatch = 1 })
+	log.add(1, 1, "")
+	mustAdd(t, d, ConsumerSpec{ID: 1})
+	mustAdd(t, d, ConsumerSpec{ID: 2})
+	d.Flow(1, 10)
+	d.Dispatch(log) // entry 0 to consumer 1
+	d.Redeliver(1, []int64{0})
+	d.ReplayTwice([]int64{0})
+	d.Flow(2, 10)
+	got := d.Dispatch(log)
+	if len(got) != 2 || got[0].Consumer == got[1].Consumer || countsOf(got)[0] != 1 ||
+		got[0].RedeliveryCount != got[1].RedeliveryCount {
+		t.Fatalf("sent %+v, want entry 0 to both consumers with count 1", got)
+	}
+	if dup := d.Snapshot().Duplicated; !slices.Equal(dup, []int64{0}) {
+		t.Fatalf("duplicated %v", dup)
+	}
+	// A nack from each holder counts, as in Pulsar: 1 + 2 = 3.
+	d.Redeliver(1, []int64{0})
+	d.Redeliver(2, []int64{0})
+	if c := d.Snapshot().Redeliveries[0]; c != 3 {
+		t.Fatalf("count %d after both holders nacked, want 3", c)
+	}
+	got = d.Dispatch(log)
+	if len(got) != 1 || got[0].RedeliveryCount != 3 {
+		t.Fatalf("sent %+v, want one copy with count 3", got)
+	}
+	d.Ack(0)
+	s := d.Snapshot()
+	if s.Duplicated != nil || len(s.Consumers[0].Pending)+len(s.Consumers[1].Pending) != 0 {
+		t.Fatalf("after the ack: %+v", s)
+	}
+}
+
+func TestAckReleasesEveryCopyOfADuplicatedEntry(t *testing.T) {
+	d, log := newTest(t, Shared, func(o *Options) { o.MaxRoundRobinBatch = 1 })
+	log.add(1, 1, "")
+	mustAdd(t, d, ConsumerSpec{ID: 1})
+	mustAdd(t, d, ConsumerSpec{ID: 2})
+	d.Flow(1, 10)
+	d.Dispatch(log)
+	d.Redeliver(1, []int64{0})
+	d.ReplayTwice([]int64{0})
+	d.Flow(2, 10)
+	d.Dispatch(log)
+	d.Ack(0)
+	for _, c := range d.Snapshot().Consumers {
+		if c.Unacked != 0 || len(c.Pending) != 0 {
+			t.Fatalf("consumer %d still holds %+v", c.ID, c)
+		}
+	}
+	// A consumer leaving with its copy sends it back; once acked, it is
+	// not sent again.
+	d.RemoveConsumer(1)
+	if got := d.Dispatch(log); got != nil {
+		t.Fatalf("sent %+v after the ack", got)
+	}
+}
+
+func TestReplayTwiceIsOnlyForShared(t *testing.T) {
+	d, log := newTest(t, KeyShared)
+	log.add(1, 1, "k")
+	mustAdd(t, d, ConsumerSpec{ID: 1})
+	d.Flow(1, 10)
+	d.Dispatch(log)
+	d.Redeliver(1, []int64{0})
+	d.ReplayTwice([]int64{0})
+	if got := d.Dispatch(log); len(got) != 1 {
+		t.Fatalf("Key_Shared sent %+v, want one copy", got)
+	}
+}

@@ -33,6 +33,10 @@ type Snapshot struct {
 	AckSets map[int64][]int64
 	// Redeliveries are the non-zero redelivery counters.
 	Redeliveries map[int64]int32
+	// Duplicated lists the entries a duplicate dispatch (ReplayTwice) left
+	// with more than one holder: several consumers, or a consumer and the
+	// replay queue.
+	Duplicated []int64
 }
 
 // ConsumerState is one consumer in a Snapshot.
@@ -76,6 +80,7 @@ func (d *Dispatcher) Snapshot() Snapshot {
 		Acked:         d.cur.Acked(),
 		AckSets:       d.cur.AckSets(),
 		Redeliveries:  d.cur.Redeliveries(),
+		Duplicated:    d.Duplicated(),
 
 		KeySharedAllowOutOfOrder: d.ksOutOfOrder,
 	}
@@ -121,4 +126,13 @@ func (d *Dispatcher) Snapshot() Snapshot {
 		return 0
 	})
 	return s
+}
+
+// PendingOf returns the entries in consumer id's pending acks (Shared and
+// Key_Shared), in position order.
+func (d *Dispatcher) PendingOf(id uint64) []int64 {
+	if c, ok := d.byID[id]; ok {
+		return sortedKeys(c.pending)
+	}
+	return nil
 }
