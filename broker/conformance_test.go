@@ -31,7 +31,9 @@ func TestSharedDelayedMessageArrivesAfterItsDelay(t *testing.T) {
 		t.Fatalf("first message %q, want the undelayed one", m.Payload())
 	}
 	m := receive(t, ctx, cons)
-	if string(m.Payload()) != "later" || time.Since(start) < 1500*time.Millisecond {
+	// Pulsar's tracker releases a message due within its tick (1 s) of
+	// now, so it may come up to a second early.
+	if string(m.Payload()) != "later" || time.Since(start) < 500*time.Millisecond {
 		t.Fatalf("got %q after %s", m.Payload(), time.Since(start))
 	}
 }

@@ -8,6 +8,10 @@ package dispatch
 // beyond the end of the log, as Pulsar's cursor does.
 func (d *Dispatcher) Ack(e int64) {
 	for c := d.owner[e]; c != nil; c = d.owner[e] {
+		if _, ok := c.pending[e]; !ok {
+			d.dropHolder(c, e) // (never happens: a holder holds it)
+			continue
+		}
 		d.removePending(c, e)
 		d.maybeUnblock(c)
 	}
