@@ -32,6 +32,8 @@ type Message struct {
 	Compression   string // codec the producer used: "NONE", "LZ4", "ZSTD"…
 	BatchSize     int32  // messages in the entry; 0 when not batched
 	SchemaVersion []byte
+	// Txn is the transaction that produced the message, nil for none.
+	Txn *TxnID
 }
 
 // openEntry parses a stored entry's metadata and decompresses its body, of
@@ -185,10 +187,19 @@ func (b *Broker) Messages(topic string) ([]Message, error) {
 	type stored struct {
 		data []byte
 		id   MessageID
+		txn  *TxnID
 	}
 	entries := make([]stored, 0, len(t.log.entries))
 	for i, e := range t.log.entries {
-		entries = append(entries, stored{e.data, t.eventID(t.log.base + int64(i))})
+		if e.marker {
+			continue // a transaction's marker holds no message
+		}
+		s := stored{data: e.data, id: t.eventID(t.log.base + int64(i))}
+		if e.inTxn {
+			id := e.txn
+			s.txn = &id
+		}
+		entries = append(entries, s)
 	}
 	t.mu.Unlock()
 	var out []Message
@@ -196,6 +207,9 @@ func (b *Broker) Messages(topic string) ([]Message, error) {
 		ms, err := decodeEntry(e.data, e.id, b.cfg.maxMessageSize)
 		if err != nil {
 			return out, fmt.Errorf("entry %d:%d: %w", e.id.Ledger, e.id.Entry, err)
+		}
+		for i := range ms {
+			ms[i].Txn = e.txn
 		}
 		out = append(out, ms...)
 	}

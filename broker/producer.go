@@ -251,7 +251,7 @@ func newEntry(payload []byte, md *pb.MessageMetadata) *entry {
 		e.messages = md.GetNumMessagesInBatch()
 	}
 	if md.TxnidMostBits != nil && md.TxnidLeastBits != nil {
-		e.inTxn = true
+		e.inTxn, e.txnMeta = true, true
 		e.txn = txn.ID{Most: md.GetTxnidMostBits(), Least: md.GetTxnidLeastBits()}
 	}
 	e.marker = md.MarkerType != nil

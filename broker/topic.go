@@ -64,11 +64,15 @@ type entry struct {
 	key         []byte // sticky key for Key_Shared
 	deliverAt   int64  // deliver_at_time in ms, 0 if none
 	// txn is the transaction of a transactional message (inTxn), from
-	// its metadata; marker is set for a transaction's commit or abort
-	// marker (which also carries its txn).
-	txn    txn.ID
-	inTxn  bool
-	marker bool
+	// its SEND or its metadata; txnMeta says the metadata names it, which
+	// is where Pulsar's dispatcher looks for aborted messages
+	// (pulsar-client-go v0.19.0 puts it in the SEND only). marker is set
+	// for a transaction's commit or abort marker (which also carries its
+	// txn).
+	txn     txn.ID
+	inTxn   bool
+	txnMeta bool
+	marker  bool
 }
 
 // entryLog is a topic's entries. Entry n has entryId n within the topic's
@@ -251,12 +255,6 @@ func (t *Topic) removeProducer(p *Producer) {
 // producer (before any delivery it causes), and offers it to every
 // subscription. It returns the entry's number.
 func (t *Topic) appendLocked(e *entry, producer string, md *pb.MessageMetadata) int64 {
-	return t.appendInLocked(e, producer, md, nil)
-}
-
-// appendInLocked is appendLocked for a message of transaction id (from
-// its SEND: pulsar-client-go leaves it out of the metadata), nil for none.
-func (t *Topic) appendInLocked(e *entry, producer string, md *pb.MessageMetadata, id *txn.ID) int64 {
 	block, blockBytes := t.b.trimBlock, t.b.trimBlockBytes
 	if block <= 0 {
 		block = DefaultTrimBlock
@@ -268,9 +266,7 @@ func (t *Topic) appendInLocked(e *entry, producer string, md *pb.MessageMetadata
 	if t.b.tracing() && !e.marker {
 		ev := Event{Kind: EventPublished, Topic: t.full, Producer: producer, ID: t.eventID(n),
 			Properties: properties(md.GetProperties())}
-		if id != nil {
-			ev.Txn = id
-		} else if e.inTxn {
+		if e.inTxn {
 			id := e.txn
 			ev.Txn = &id
 		}

@@ -78,7 +78,10 @@ func (t *Topic) appendTxnLocked(id txn.ID, e *entry, producer string, md *pb.Mes
 	// The buffer learns of the message before the subscriptions look at
 	// the new entry, so that none reads past it.
 	buf.Appended(id, t.log.end())
-	n := t.appendInLocked(e, producer, md, &id)
+	if !e.inTxn {
+		e.inTxn, e.txn = true, id // from the SEND only, as pulsar-client-go sends it
+	}
+	n := t.appendLocked(e, producer, md)
 	t.b.recordProduced(id, TxnMessage{Topic: t.full, ID: t.eventID(n)})
 	return n, nil
 }
@@ -137,10 +140,11 @@ func (t *Topic) endTxnLocked(id txn.ID, commit bool, lowWaterMark int64) (txn.ID
 	return buf.End(id, commit, lowWaterMark)
 }
 
-// entrySkip says how transactions keep entry e of the topic from a
-// subscription's consumers. Called under the topic's lock.
+// entrySkip says whether a transaction keeps entry e of the topic from
+// every consumer: a marker, or a message whose metadata names an aborted
+// transaction. Called under the topic's lock.
 func (t *Topic) entrySkip(e *entry) bool {
-	return e.marker || (e.inTxn && t.buf != nil && t.buf.IsAborted(e.txn))
+	return e.marker || (e.txnMeta && t.buf != nil && t.buf.IsAborted(e.txn))
 }
 
 // lastDispatchableLocked returns the last entry a consumer may get: at or

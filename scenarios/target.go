@@ -48,13 +48,31 @@ func NewTarget(tb testing.TB) *Target {
 	return SimTarget(tb)
 }
 
-// SimTarget returns a fresh pulsarsim broker as the target.
-func SimTarget(tb testing.TB) *Target {
+// SimTarget returns a fresh pulsarsim broker as the target, started with
+// opts.
+func SimTarget(tb testing.TB, opts ...testkit.Option) *Target {
 	tb.Helper()
 	t := &Target{tb: tb, run: newRunID()}
-	t.Sim = testkit.Start(tb)
+	t.Sim = testkit.Start(tb, opts...)
 	t.URL = t.Sim.URL()
 	return t
+}
+
+// NewTxnTarget returns a broker with the transaction coordinator on: a
+// fresh pulsarsim broker started with testkit.WithTransactions, or the
+// Pulsar named by PULSAR_TXN_URL (a standalone with
+// transactionCoordinatorEnabled=true: scripts/real-pulsar --transactions).
+// With PULSAR_URL set and PULSAR_TXN_URL not, the test is skipped: the
+// real broker it names runs without transactions.
+func NewTxnTarget(tb testing.TB) *Target {
+	tb.Helper()
+	if url := os.Getenv("PULSAR_TXN_URL"); url != "" {
+		return RemoteTarget(tb, url, os.Getenv("PULSAR_TXN_ADMIN_URL"))
+	}
+	if os.Getenv("PULSAR_URL") != "" {
+		tb.Skip("needs a broker with transactions: set PULSAR_TXN_URL")
+	}
+	return SimTarget(tb, testkit.WithTransactions())
 }
 
 // RemoteTarget returns the Pulsar at url (admin API at adminURL, which may be
@@ -93,6 +111,18 @@ func (t *Target) Topic(name string) string {
 func (t *Target) Client() pulsar.Client {
 	t.tb.Helper()
 	c, err := pulsar.NewClient(pulsar.ClientOptions{URL: t.URL, Logger: log.DefaultNopLogger()})
+	if err != nil {
+		t.tb.Fatal(err)
+	}
+	t.tb.Cleanup(c.Close)
+	return c
+}
+
+// TxnClient returns a pulsar-client-go client with transactions enabled,
+// closed when the test ends.
+func (t *Target) TxnClient() pulsar.Client {
+	t.tb.Helper()
+	c, err := pulsar.NewClient(pulsar.ClientOptions{URL: t.URL, Logger: log.DefaultNopLogger(), EnableTransaction: true})
 	if err != nil {
 		t.tb.Fatal(err)
 	}

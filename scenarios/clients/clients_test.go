@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/pulsar-client-go/pulsar"
+
 	"github.com/pulsarsim/pulsarsim/broker"
 	"github.com/pulsarsim/pulsarsim/testkit"
 )
@@ -49,7 +51,12 @@ type scenario struct {
 	// secure runs it over pulsar+ssl with host name verification and a
 	// token, against a broker that enforces authorization.
 	secure bool
-	check  func(t *testing.T, r *result)
+	// txn runs it against a broker with transactions, with an output
+	// topic for the handler's "txn-commit" and "txn-abort"; only the
+	// clients listed run it (the drivers that have those actions).
+	txn     bool
+	clients []string
+	check   func(t *testing.T, r *result)
 }
 
 // result is what one run of a driver left: its trace and the broker's view.
@@ -60,6 +67,7 @@ type result struct {
 	topic    string
 	sub      string
 	dlq      string
+	output   string // the txn scenario's output topic
 	trace    []traceLine
 	events   []broker.Event
 	entryOf  map[int]int64 // message index → entry id, from the "produced" lines
@@ -189,6 +197,11 @@ func scenarios() []*scenario {
 			check:      checkAckTimeout,
 		})
 	}
+	list = append(list, &scenario{
+		name: "txn-consume-transform-produce", subType: "Shared", messages: 3, txn: true, clients: []string{"java"},
+		script: map[string][]string{"1": {"txn-abort"}, "*": {"txn-commit"}},
+		check:  checkTransform,
+	})
 	list = append(list, &scenario{
 		name: "dead-letter", subType: "Shared", messages: 2,
 		script:     map[string][]string{"0": {"nack", "nack", "nack", "nack", "nack", "nack"}},
@@ -372,13 +385,60 @@ func checkDeadLetter(t *testing.T, r *result) {
 	t.Logf("%s: dead letter properties %v", r.client, m.Properties)
 }
 
+// checkTransform: each message is consumed, transformed and produced in a
+// transaction; message 1's first transaction aborts, so it comes back (count
+// 1 on Shared) and its second one commits. The output topic is read to a
+// sentinel by a Go reader: each output once, the aborted one never (the
+// Java client puts the transaction in its messages' metadata, where Pulsar's
+// dispatcher looks).
+func checkTransform(t *testing.T, r *result) {
+	seen := r.seen(1)
+	if len(seen) != 2 || seen[0].Action != "txn-abort" || seen[1].Action != "txn-commit" {
+		t.Fatalf("%s: message 1 reached the handler as %+v, want an aborted then a committed transaction", r.client, seen)
+	}
+	if hc := handlerCounts(seen); fmt.Sprint(hc) != "[0 1]" {
+		t.Errorf("%s: handler saw message 1 with counts %v, want [0 1]", r.client, hc)
+	}
+	var outcomes []string
+	for _, l := range r.trace {
+		if l.Event == "txn" {
+			outcomes = append(outcomes, fmt.Sprintf("m%d:%s", l.I, l.Outcome))
+		}
+	}
+	if want := "[m0:committed m1:aborted m2:committed m1:committed]"; fmt.Sprint(outcomes) != want {
+		t.Errorf("%s: transactions %v, want %s", r.client, outcomes, want)
+	}
+	stored := r.b.Messages(r.output)
+	aborted := 0
+	for _, m := range stored {
+		if m.Txn == nil {
+			t.Errorf("%s: output %q carries no transaction in its metadata", r.client, m.Payload)
+		}
+	}
+	for _, tr := range r.b.Transactions() {
+		if tr.Status == "ABORTED" {
+			aborted++
+		}
+	}
+	if aborted != 1 || len(stored) != 4 {
+		t.Errorf("%s: %d outputs stored and %d transactions aborted, want 4 and 1", r.client, len(stored), aborted)
+	}
+	got := readToSentinel(t, r.b, r.output)
+	if want := "[out-m0 out-m2 out-m1]"; fmt.Sprint(got) != want {
+		t.Errorf("%s: a reader of the output topic got %v, want %s", r.client, got, want)
+	}
+}
+
 // run runs one scenario with one client against a fresh broker.
 func run(t *testing.T, c *client, argv []string, sc *scenario) {
 	var b *testkit.Broker
-	if sc.secure {
+	switch {
+	case sc.secure:
 		b = testkit.Start(t, testkit.WithTLS(), testkit.WithTokenAuth(), testkit.WithAuthorization("admin"))
 		b.GrantNamespace("public/default", driverRole, "produce", "consume")
-	} else {
+	case sc.txn:
+		b = testkit.Start(t, testkit.WithTransactions())
+	default:
 		b = testkit.Start(t)
 	}
 	var mu sync.Mutex
@@ -416,6 +476,11 @@ func run(t *testing.T, c *client, argv []string, sc *scenario) {
 	}
 	if sc.script == nil {
 		spec["script"] = map[string][]string{}
+	}
+	if sc.txn {
+		r.output = r.topic + "-out"
+		spec["output_topic"] = r.output
+		spec["default"] = "txn-commit"
 	}
 	if sc.secure {
 		spec["service_url"] = b.TLSURL()
@@ -532,7 +597,7 @@ func run(t *testing.T, c *client, argv []string, sc *scenario) {
 		}
 		acked := false
 		for _, l := range r.seen(i) {
-			acked = acked || l.Action == "ack"
+			acked = acked || l.Action == "ack" || l.Action == "txn-commit"
 		}
 		if !acked {
 			t.Errorf("%s: the handler never acked message %d", c.name, i)
@@ -587,11 +652,39 @@ func TestRealClients(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			argv := c.ensure(t)
 			for _, sc := range scenarios() {
+				if sc.clients != nil && !slices.Contains(sc.clients, c.name) {
+					continue
+				}
 				t.Run(sc.name, func(t *testing.T) {
 					t.Parallel()
 					run(t, c, argv, sc)
 				})
 			}
 		})
+	}
+}
+
+// readToSentinel stores a sentinel on topic and reads the topic from the
+// start up to it with a Go reader, returning the payloads before it.
+func readToSentinel(t *testing.T, b *testkit.Broker, topic string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b.Publish(topic, broker.ProducerMessage{Payload: []byte("sentinel")})
+	r, err := b.Client().CreateReader(pulsar.ReaderOptions{Topic: topic, StartMessageID: pulsar.EarliestMessageID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out []string
+	for {
+		m, err := r.Next(ctx)
+		if err != nil {
+			t.Fatalf("reading %s up to the sentinel: %v (have %v)", topic, err, out)
+		}
+		if string(m.Payload()) == "sentinel" {
+			return out
+		}
+		out = append(out, string(m.Payload()))
 	}
 }

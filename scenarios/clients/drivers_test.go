@@ -239,6 +239,11 @@ type traceLine struct {
 	Action          string            `json:"action"`
 	Reason          string            `json:"reason"`
 	Message         string            `json:"message"`
+	// A "txn" line: the transaction, its outcome ("committed",
+	// "aborted") and the id of the output it produced.
+	Txn      string `json:"txn"`
+	Outcome  string `json:"outcome"`
+	OutputID string `json:"output_id"`
 }
 
 // process is a running driver.

@@ -26,6 +26,7 @@ import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.SubscriptionInitialPosition;
 import org.apache.pulsar.client.api.SubscriptionType;
+import org.apache.pulsar.client.api.transaction.Transaction;
 
 /**
  * pulsarsim's scenario driver for the Java client (org.apache.pulsar:pulsar-client).
@@ -104,6 +105,32 @@ public final class Driver {
     }
   }
 
+  /**
+   * Consumes, transforms and produces in one transaction: the output "out-" + payload to the output
+   * topic and the acknowledgement of msg, then the commit or the abort.
+   */
+  private static void transform(PulsarClient client, Consumer<byte[]> consumer, Producer<byte[]> output,
+      Message<byte[]> msg, int index, int attempt, boolean commit) throws Exception {
+    Transaction txn = client.newTransaction().withTransactionTimeout(1, TimeUnit.MINUTES).build().get();
+    MessageId outId = output.newMessage(txn)
+        .value(("out-" + new String(msg.getValue(), StandardCharsets.UTF_8)).getBytes(StandardCharsets.UTF_8))
+        .property("i", Integer.toString(index))
+        .send();
+    consumer.acknowledgeAsync(msg.getMessageId(), txn).get();
+    if (commit) {
+      txn.commit().get();
+    } else {
+      txn.abort().get();
+    }
+    Map<String, Object> ev = event("txn");
+    ev.put("i", index);
+    ev.put("attempt", attempt);
+    ev.put("txn", txn.getTxnID().toString());
+    ev.put("outcome", commit ? "committed" : "aborted");
+    ev.put("output_id", formatId(outId));
+    emit(ev);
+  }
+
   private static void run(String[] args) throws Exception {
     JsonNode sc = args.length > 0 && !args[0].equals("-")
         ? JSON.readTree(new File(args[0]))
@@ -145,6 +172,10 @@ public final class Driver {
     }
     if (sc.hasNonNull("auth_token")) {
       clientBuilder.authentication(AuthenticationFactory.token(sc.get("auth_token").asText()));
+    }
+    String outputTopic = sc.hasNonNull("output_topic") ? sc.get("output_topic").asText() : null;
+    if (outputTopic != null) {
+      clientBuilder.enableTransaction(true);
     }
     PulsarClient client = clientBuilder.build();
     ConsumerBuilder<byte[]> cb = client.newConsumer()
@@ -188,6 +219,15 @@ public final class Driver {
       ev.put("id", formatId(id));
       emit(ev);
     }
+
+    // With an output topic the handler may also consume, transform and
+    // produce in a transaction: "txn-commit" and "txn-abort".
+    Producer<byte[]> output = outputTopic == null ? null : client.newProducer()
+        .topic(outputTopic)
+        .producerName("java-driver-output")
+        .enableBatching(false)
+        .sendTimeout(0, TimeUnit.SECONDS)
+        .create();
 
     Map<String, Integer> attempts = new HashMap<>();
     Set<String> acked = new HashSet<>();
@@ -245,12 +285,23 @@ public final class Driver {
           break;
         case "none":
           break;
+        case "txn-commit":
+        case "txn-abort":
+          boolean commit = action.equals("txn-commit");
+          transform(client, consumer, output, msg, iv, attempt, commit);
+          if (commit) {
+            acked.add(index);
+          }
+          break;
         default:
           throw new IllegalArgumentException("unknown outcome " + action);
       }
     }
     consumer.close();
     producer.close();
+    if (output != null) {
+      output.close();
+    }
     client.close();
     Map<String, Object> done = event("done");
     done.put("reason", reason);
