@@ -3,6 +3,7 @@ package broker_test
 import (
 	"bufio"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -119,4 +120,106 @@ func BenchmarkProduceRaw(b *testing.B) {
 // unlike ns/op it hardly moves when other processes share the cores.
 func reportCPU(b *testing.B, cpu0 time.Duration) {
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// fillRaw stores n 1 KiB messages on topic through a raw producer, in
+// entries of batch messages, and waits for every receipt.
+func fillRaw(b *testing.B, addr, topic string, n, batch int) {
+	d := dialDriver(b, addr)
+	defer d.nc.Close()
+	d.producer(topic, 1)
+	frame := rawBatchFrame(1, 0, batch)
+	if batch == 1 {
+		frame = sendFrame(1, 0, make([]byte, 1024))
+	}
+	frames := (n + batch - 1) / batch
+	done := make(chan error, 1)
+	go countFrames(d.nc, frames, done)
+	burst := make([]byte, 0, len(frame)*64)
+	for range 64 {
+		burst = append(burst, frame...)
+	}
+	for sent := 0; sent < frames; sent += 64 {
+		d.write(burst[:min(64, frames-sent)*len(frame)])
+	}
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkConsumeRaw delivers 1 KiB messages from a filled topic to a raw
+// Shared consumer that acknowledges them as pulsar-client-go does: it
+// starts with 1,000 permits, and for every 500 messages received it sends
+// FLOW for 500 more and one ACK naming the entries it completed. The last
+// ACK asks for a response, so the op ends once the broker has handled every
+// ack. One op is one message; entries hold 1 message (batch-1) or 128
+// (batch-128). The fill is not timed.
+func BenchmarkConsumeRaw(b *testing.B) {
+	for _, batch := range []int{1, 128} {
+		b.Run(fmt.Sprintf("batch-%d", batch), func(b *testing.B) {
+			br := broker.New()
+			if err := br.Listen("127.0.0.1:0"); err != nil {
+				b.Fatal(err)
+			}
+			defer br.Close()
+			n := (b.N + batch - 1) / batch * batch
+			fillRaw(b, br.Addr().String(), "persistent://public/default/raw-consume", n, batch)
+			d := dialDriver(b, br.Addr().String())
+			defer d.nc.Close()
+			b.SetBytes(1024)
+			b.ResetTimer()
+			cpu0 := processCPU()
+			d.req++
+			d.call(protocol.Base(pb.BaseCommand_SUBSCRIBE, &pb.CommandSubscribe{
+				Topic: proto.String("persistent://public/default/raw-consume"), Subscription: proto.String("s"),
+				SubType: pb.CommandSubscribe_Shared.Enum(), ConsumerId: proto.Uint64(1), RequestId: proto.Uint64(d.req),
+				ConsumerName: proto.String("c"), InitialPosition: pb.CommandSubscribe_Earliest.Enum(),
+			}), pb.BaseCommand_SUCCESS)
+			d.write(protocol.AppendCommand(nil, protocol.Base(pb.BaseCommand_FLOW, &pb.CommandFlow{
+				ConsumerId: proto.Uint64(1), MessagePermits: proto.Uint32(1000),
+			})))
+			consumeRaw(b, d, n, batch)
+			reportCPU(b, cpu0)
+		})
+	}
+}
+
+// consumeRaw reads n messages in entries of batch and acknowledges them.
+func consumeRaw(b *testing.B, d *rawDriver, n, batch int) {
+	d.nc.SetDeadline(time.Now().Add(10 * time.Minute))
+	var ids []*pb.MessageIdData
+	got, sinceFlow := 0, 0
+	var out, buf []byte
+	for got < n {
+		body, err := protocol.ReadFrame(d.r, buf, 64<<20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf = body
+		f, err := protocol.DecodeFrame(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := f.Command.GetMessage()
+		if m == nil {
+			continue // PING and the like
+		}
+		ids = append(ids, m.GetMessageId())
+		got += batch
+		sinceFlow += batch
+		if sinceFlow < 500 && got < n {
+			continue
+		}
+		ack := &pb.CommandAck{ConsumerId: proto.Uint64(1), AckType: pb.CommandAck_Individual.Enum(), MessageId: ids}
+		if got >= n {
+			ack.RequestId = proto.Uint64(1)
+		}
+		out = protocol.AppendCommand(out[:0], protocol.Base(pb.BaseCommand_ACK, ack))
+		out = protocol.AppendCommand(out, protocol.Base(pb.BaseCommand_FLOW, &pb.CommandFlow{
+			ConsumerId: proto.Uint64(1), MessagePermits: proto.Uint32(uint32(sinceFlow)),
+		}))
+		d.write(out)
+		ids, sinceFlow = nil, 0
+	}
+	d.await(pb.BaseCommand_ACK_RESPONSE)
 }
