@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -54,14 +53,27 @@ func ReadFrame(r io.Reader, buf []byte, maxFrame int) ([]byte, error) {
 		}
 		return buf, nil
 	}
-	// The size comes from the peer: grow the buffer as the bytes arrive,
-	// doubling from readChunk, rather than allocate it whole up front, so
-	// that a peer announcing a 5 MB frame and sending nothing costs a chunk.
-	buf = buf[:0]
+	// The size comes from the peer. A frame up to exactMax, which is what
+	// batches are (128 KiB by default in the clients), gets its buffer at
+	// once: it is kept as the stored entry, so it is allocated exactly and
+	// filled without a copy. A larger one grows as its bytes arrive, from
+	// readChunk, doubling up to its size, so that a peer announcing a 5 MB
+	// frame and sending nothing costs a chunk.
+	if size <= exactMax {
+		buf = make([]byte, size)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, unexpectedEOF(err)
+		}
+		return buf, nil
+	}
+	buf = make([]byte, 0, readChunk)
 	for len(buf) < int(size) {
-		n := min(int(size)-len(buf), max(readChunk, len(buf)))
-		buf = slices.Grow(buf, n)
-		got, err := io.ReadFull(r, buf[len(buf):len(buf)+n])
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(int(size), 2*cap(buf)))
+			copy(grown, buf)
+			buf = grown
+		}
+		got, err := io.ReadFull(r, buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+got]
 		if err != nil {
 			return nil, unexpectedEOF(err)
@@ -70,9 +82,12 @@ func ReadFrame(r io.Reader, buf []byte, maxFrame int) ([]byte, error) {
 	return buf, nil
 }
 
-// readChunk is the first allocation for a frame larger than the buffer
-// given to ReadFrame.
-const readChunk = 64 << 10
+// exactMax is the largest frame whose buffer is allocated from its size
+// prefix alone; readChunk is the first allocation for a larger one.
+const (
+	exactMax  = 256 << 10
+	readChunk = 64 << 10
+)
 
 // unexpectedEOF turns io.EOF in the middle of a frame into
 // io.ErrUnexpectedEOF.

@@ -58,3 +58,18 @@ func TestLargeFrameReadInPiecesArrivesWhole(t *testing.T) {
 type trickle struct{ r io.Reader }
 
 func (t *trickle) Read(p []byte) (int, error) { return t.r.Read(p[:min(len(p), 1000)]) }
+
+// A batch-sized frame is read into a buffer of exactly its size: it becomes
+// the stored entry, so any spare capacity would be kept with it.
+func TestBatchSizedFrameGetsABufferOfExactlyItsSize(t *testing.T) {
+	for _, size := range []int{100, 128 << 10, 256 << 10, 256<<10 + 1, 3 << 20} {
+		frame := append(binary.BigEndian.AppendUint32(nil, uint32(size)), make([]byte, size)...)
+		got, err := protocol.ReadFrame(&trickle{r: bytes.NewReader(frame)}, nil, len(frame))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != size || cap(got) != size {
+			t.Errorf("frame of %d bytes: len %d, cap %d", size, len(got), cap(got))
+		}
+	}
+}
