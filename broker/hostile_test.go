@@ -118,3 +118,22 @@ func TestCompressedEntryClaimingFourGigabytesIsReportedNotInflated(t *testing.T)
 		t.Fatalf("inspecting entries that claim 4 GB uncompressed allocated %d bytes", got)
 	}
 }
+
+func TestBatchHoldingFewerMessagesThanItClaimsIsReportedByInspection(t *testing.T) {
+	b := broker.New()
+	if err := b.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	c := dialRaw(t, b.Addr().String())
+	c.connect()
+	c.producer("short-batch", 1)
+	// Stored as sent, as Pulsar stores it.
+	sendClaiming(c, 0, &pb.MessageMetadata{NumMessagesInBatch: proto.Int32(5)}, oneMessageBatch())
+	if _, err := b.Messages("short-batch"); err == nil || !strings.Contains(err.Error(), "batch message 1") {
+		t.Fatalf("Messages: %v, want an error about the missing batch message 1", err)
+	}
+	if st, _ := b.Topic("short-batch"); st.Entries != 1 {
+		t.Fatalf("entries %d, want the batch stored", st.Entries)
+	}
+}
