@@ -58,7 +58,15 @@ func (c *conn) written(n int) {
 	}
 	c.wmu.Unlock()
 	if resume {
-		c.dispatchToConsumers()
+		// Not on the writer goroutine: releasing a topic lock runs the
+		// event hooks, and a hook that waits for this client to read would
+		// wait for this very writer. The writer's own count keeps the
+		// broker's wait group above zero here.
+		c.b.wg.Add(1)
+		go func() {
+			defer c.b.wg.Done()
+			c.dispatchToConsumers()
+		}()
 	}
 }
 
