@@ -42,7 +42,7 @@ func (d *Dispatcher) AckBatchIndexes(e int64, batchSize int, ackSet []int64) {
 			if diff := pe.msgs - left; diff > 0 {
 				pe.msgs = left
 				c.pending[e] = pe
-				c.unacked -= int(diff)
+				d.addUnacked(c, -int(diff))
 			}
 		}
 	}
@@ -97,7 +97,7 @@ func (d *Dispatcher) ResetTo(e int64) {
 			}
 			clear(c.pending)
 		}
-		c.unacked = 0
+		d.addUnacked(c, -c.unacked)
 		c.unblock()
 	}
 	clear(d.holds)

@@ -28,7 +28,7 @@ func (d *Dispatcher) Dispatch(log Log) []Delivery {
 func (d *Dispatcher) deliverMulti(c *consumer, e int64, hash int32, log Log) Delivery {
 	ackSet, msgs := d.ackSetFor(e, log.Info(e))
 	c.permits -= int(msgs)
-	c.unacked += int(msgs)
+	d.addUnacked(c, int(msgs))
 	if _, held := c.pending[e]; !held {
 		d.takeHolder(c, e)
 	}
@@ -158,7 +158,7 @@ func (d *Dispatcher) readShared(log Log) (batch []int64, fromReplay bool) {
 			batch = append(batch, e)
 		}
 	}
-	if len(batch) > 0 {
+	if len(batch) > 0 || d.subBlocked {
 		return batch, true
 	}
 	end := log.End()
@@ -307,7 +307,7 @@ func (d *Dispatcher) dispatchKeyShared(log Log) []Delivery {
 	clear(q.items[w:])
 	q.items = q.items[:w]
 	limit := min(d.opts.LookAheadPerConsumer*len(d.consumers), d.opts.LookAheadPerSub)
-	for avail > 0 && d.replay.len() < limit {
+	for avail > 0 && d.replay.len() < limit && !d.subBlocked {
 		e := d.cur.NextUnacked(d.cur.ReadPosition())
 		if e >= end {
 			break

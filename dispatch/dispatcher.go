@@ -75,10 +75,15 @@ type Dispatcher struct {
 	switches  uint64
 
 	// Shared/Key_Shared.
-	rr      int     // round-robin index into consumers
-	readBuf []int64 // reused by readShared
-	replay  replayQueue
-	owner   map[int64]*consumer // entry -> consumer whose pending acks hold it
+	// totalUnacked is the sum of the consumers' unacked messages;
+	// subBlocked is set while it keeps the subscription from reading new
+	// entries (MaxUnackedPerSubscription).
+	totalUnacked int
+	subBlocked   bool
+	rr           int     // round-robin index into consumers
+	readBuf      []int64 // reused by readShared
+	replay       replayQueue
+	owner        map[int64]*consumer // entry -> consumer whose pending acks hold it
 	// extra lists the other consumers holding an entry sent again while
 	// pending (duplicate.go); dupNext marks replay entries to replay twice,
 	// again those of the current read, dupMarked those that got a copy.
@@ -253,6 +258,7 @@ func (d *Dispatcher) removeConsumer(id uint64, repick bool) {
 		clear(d.extra)
 		clear(d.dupNext)
 		clear(d.dupMarked)
+		d.addUnacked(c, -c.unacked)
 		clear(d.holds)
 		d.replay.clear()
 		d.dropDelayed()
@@ -328,10 +334,7 @@ func (d *Dispatcher) removePending(c *consumer, e int64) pendingEntry {
 	}
 	delete(c.pending, e)
 	d.dropHolder(c, e)
-	c.unacked -= int(pe.msgs)
-	if c.unacked < 0 {
-		c.unacked = 0
-	}
+	d.addUnacked(c, -int(pe.msgs))
 	if d.draining {
 		if h := d.holds[pe.hash]; h != nil && h.c == c {
 			if h.n--; h.n <= 0 {

@@ -47,6 +47,10 @@ type refModel struct {
 	ksMode     KeySharedMode
 	outOfOrder bool // Key_Shared allowOutOfOrderDelivery
 	maxUnack   int
+	// maxUnackSub is the subscription-wide limit (0: none) and subBlocked
+	// whether it holds the subscription back from new reads.
+	maxUnackSub int
+	subBlocked  bool
 
 	log     testLog
 	acked   map[int64]bool   // fully acknowledged
@@ -506,6 +510,27 @@ func (s *machine) redeliverAll(t *rapid.T) {
 	s.redeliverModel(id, s.pendingOf(id))
 }
 
+// updateSubBlock applies the subscription-wide limit to the messages now
+// pending: blocked at the limit, unblocked under half of it. Within one step
+// the pending messages only rise (a dispatch) or only fall, so the state
+// after the step follows from the total at its end.
+func (m *refModel) updateSubBlock() {
+	if !m.multi() || m.maxUnackSub <= 0 {
+		m.subBlocked = false
+		return
+	}
+	total := 0
+	for _, n := range m.pmsgs {
+		total += int(n)
+	}
+	switch {
+	case total >= m.maxUnackSub:
+		m.subBlocked = true
+	case m.subBlocked && total < m.maxUnackSub/2:
+		m.subBlocked = false
+	}
+}
+
 // waiting reports whether e is unacked and held by nobody.
 func (s *machine) waiting(e int64) bool {
 	_, p := s.m.pending[e]
@@ -520,6 +545,10 @@ func (s *machine) dispatch(t *rapid.T) {
 			before[e] = true
 		}
 	}
+	blockedAt := int64(-1) // the read position, while the subscription is blocked
+	if m.subBlocked {
+		blockedAt = s.d.Snapshot().ReadPosition
+	}
 	for _, dl := range s.d.Dispatch(&m.log) {
 		e := dl.Entry
 		spec, alive := m.consumers[dl.Consumer]
@@ -530,6 +559,8 @@ func (s *machine) dispatch(t *rapid.T) {
 			t.Fatalf("entry %d outside the log", e)
 		case m.acked[e]:
 			t.Fatalf("acked entry %d sent", e)
+		case blockedAt >= 0 && e >= blockedAt:
+			t.Fatalf("entry %d read while the subscription is blocked at %d", e, blockedAt)
 		}
 		if c, ok := m.pending[e]; ok {
 			t.Fatalf("entry %d sent to %d while pending at %d", e, dl.Consumer, c)
@@ -588,8 +619,12 @@ func (s *machine) dispatch(t *rapid.T) {
 			anyAvail = true
 		}
 	}
+	m.updateSubBlock()
 	if anyAvail && m.typ != KeyShared && !m.switching {
 		for e := int64(0); e < m.end(); e++ {
+			if m.subBlocked && e >= snap.ReadPosition {
+				break // unread entries wait for the subscription's unblock
+			}
 			if s.waiting(e) {
 				t.Fatalf("entry %d left waiting with an available consumer: %+v", e, snap)
 			}
@@ -602,6 +637,11 @@ func (s *machine) check(t *rapid.T) {
 	m := s.m
 	snap := s.d.Snapshot()
 	cur := s.d.Cursor()
+	m.updateSubBlock()
+	if snap.SubscriptionBlocked != m.subBlocked {
+		t.Fatalf("subscription blocked=%v, model %v (limit %d, pending %v)", snap.SubscriptionBlocked,
+			m.subBlocked, m.maxUnackSub, m.pmsgs)
+	}
 
 	held := map[int64]uint64{}
 	msgs := map[int64]int32{}
@@ -703,6 +743,8 @@ func TestDispatcherMatchesReferenceModel(t *testing.T) {
 		opts.Topic = "persistent://public/default/" + rapid.SampledFrom([]string{"t", "orders", "x1"}).Draw(t, "topic")
 		opts.PartitionIndex = rapid.IntRange(-1, 3).Draw(t, "partition")
 		opts.MaxUnackedPerConsumer = rapid.SampledFrom([]int{-1, 0, 4, 7}).Draw(t, "maxUnacked")
+		opts.MaxUnackedPerSubscription = rapid.SampledFrom([]int{-1, 0, 5, 9}).Draw(t, "maxUnackedSub")
+		maxUnackSub := max(opts.MaxUnackedPerSubscription, 0) // the default is never reached here
 		opts.MaxRoundRobinBatch = rapid.SampledFrom([]int{1, 2, 20}).Draw(t, "rrBatch")
 		opts.MaxReadBatch = rapid.SampledFrom([]int{1, 3, 100}).Draw(t, "readBatch")
 		maxUnack := opts.MaxUnackedPerConsumer
@@ -715,20 +757,21 @@ func TestDispatcherMatchesReferenceModel(t *testing.T) {
 		s := &machine{
 			d: New(opts, cursor.New(-1)),
 			m: &refModel{
-				typ:        typ,
-				partition:  opts.PartitionIndex,
-				topic:      opts.Topic,
-				ksMode:     rapid.SampledFrom([]KeySharedMode{AutoSplit, Sticky}).Draw(t, "ksMode"),
-				outOfOrder: rapid.Bool().Draw(t, "outOfOrder"),
-				maxUnack:   maxUnack,
-				blocked:    map[uint64]bool{},
-				acked:      map[int64]bool{},
-				bits:       map[int64][]bool{},
-				pending:    map[int64]uint64{},
-				pmsgs:      map[int64]int32{},
-				counts:     map[int64]int32{},
-				consumers:  map[uint64]ConsumerSpec{},
-				joinSeq:    map[uint64]int{},
+				typ:         typ,
+				partition:   opts.PartitionIndex,
+				topic:       opts.Topic,
+				ksMode:      rapid.SampledFrom([]KeySharedMode{AutoSplit, Sticky}).Draw(t, "ksMode"),
+				outOfOrder:  rapid.Bool().Draw(t, "outOfOrder"),
+				maxUnack:    maxUnack,
+				maxUnackSub: maxUnackSub,
+				blocked:     map[uint64]bool{},
+				acked:       map[int64]bool{},
+				bits:        map[int64][]bool{},
+				pending:     map[int64]uint64{},
+				pmsgs:       map[int64]int32{},
+				counts:      map[int64]int32{},
+				consumers:   map[uint64]ConsumerSpec{},
+				joinSeq:     map[uint64]int{},
 			},
 		}
 		t.Repeat(map[string]func(*rapid.T){

@@ -21,6 +21,10 @@ type Snapshot struct {
 	Consumers []ConsumerState
 	// Replay lists the entries waiting to be sent again, in position order.
 	Replay []int64
+	// SubscriptionBlocked is set while the consumers' unacknowledged
+	// messages keep the subscription from reading new entries
+	// (MaxUnackedPerSubscription).
+	SubscriptionBlocked bool
 	// Delayed lists the entries held for their deliver_at_time (Shared and
 	// Key_Shared), in position order.
 	Delayed []int64
@@ -81,6 +85,8 @@ func (d *Dispatcher) Snapshot() Snapshot {
 		AckSets:       d.cur.AckSets(),
 		Redeliveries:  d.cur.Redeliveries(),
 		Duplicated:    d.Duplicated(),
+
+		SubscriptionBlocked: d.subBlocked,
 
 		KeySharedAllowOutOfOrder: d.ksOutOfOrder,
 	}

@@ -118,7 +118,7 @@ func (d *Dispatcher) ReleaseIndexes(e int64, left int32) {
 	if diff := pe.msgs - max(left, 0); diff > 0 {
 		pe.msgs -= diff
 		c.pending[e] = pe
-		c.unacked -= int(diff)
+		d.addUnacked(c, -int(diff))
 	}
 }
 

@@ -125,6 +125,8 @@ type Delivery struct {
 const (
 	// DefaultMaxUnackedPerConsumer is maxUnackedMessagesPerConsumer.
 	DefaultMaxUnackedPerConsumer = 50000
+	// DefaultMaxUnackedPerSubscription is maxUnackedMessagesPerSubscription.
+	DefaultMaxUnackedPerSubscription = 200000
 	// DefaultMaxRoundRobinBatch is dispatcherMaxRoundRobinBatchSize.
 	DefaultMaxRoundRobinBatch = 20
 	// DefaultMaxReadBatch is dispatcherMaxReadBatchSize.
@@ -156,6 +158,13 @@ type Options struct {
 	// Shared and Key_Shared: 0 means the default 50000, a negative value means
 	// unlimited (use it for non-durable subscriptions, as Pulsar does).
 	MaxUnackedPerConsumer int
+	// MaxUnackedPerSubscription is maxUnackedMessagesPerSubscription, in
+	// messages, for Shared and Key_Shared: once the consumers hold this many
+	// unacknowledged messages in all, the subscription reads no new entries
+	// (replays and released delayed entries still go out) until they hold
+	// fewer than half as many. 0 means the default 200000, a negative value
+	// unlimited.
+	MaxUnackedPerSubscription int
 	// MaxRoundRobinBatch is dispatcherMaxRoundRobinBatchSize: the most entries a
 	// Shared consumer gets per round-robin turn (default 20).
 	MaxRoundRobinBatch int
@@ -190,16 +199,17 @@ type Options struct {
 // a non-partitioned topic.
 func DefaultOptions(t SubType) Options {
 	return Options{
-		Type:                  t,
-		PartitionIndex:        -1,
-		MaxUnackedPerConsumer: DefaultMaxUnackedPerConsumer,
-		MaxRoundRobinBatch:    DefaultMaxRoundRobinBatch,
-		MaxReadBatch:          DefaultMaxReadBatch,
-		ConsistentHashPoints:  DefaultConsistentHashPoints,
-		LookAheadPerConsumer:  DefaultLookAheadPerConsumer,
-		LookAheadPerSub:       DefaultLookAheadPerSub,
-		DelayTick:             DefaultDelayTick,
-		FailoverDelay:         DefaultFailoverDelay,
+		Type:                      t,
+		PartitionIndex:            -1,
+		MaxUnackedPerConsumer:     DefaultMaxUnackedPerConsumer,
+		MaxUnackedPerSubscription: DefaultMaxUnackedPerSubscription,
+		MaxRoundRobinBatch:        DefaultMaxRoundRobinBatch,
+		MaxReadBatch:              DefaultMaxReadBatch,
+		ConsistentHashPoints:      DefaultConsistentHashPoints,
+		LookAheadPerConsumer:      DefaultLookAheadPerConsumer,
+		LookAheadPerSub:           DefaultLookAheadPerSub,
+		DelayTick:                 DefaultDelayTick,
+		FailoverDelay:             DefaultFailoverDelay,
 	}
 }
 
@@ -207,6 +217,9 @@ func DefaultOptions(t SubType) Options {
 func (o Options) withDefaults() Options {
 	if o.MaxUnackedPerConsumer == 0 {
 		o.MaxUnackedPerConsumer = DefaultMaxUnackedPerConsumer
+	}
+	if o.MaxUnackedPerSubscription == 0 {
+		o.MaxUnackedPerSubscription = DefaultMaxUnackedPerSubscription
 	}
 	if o.MaxRoundRobinBatch <= 0 {
 		o.MaxRoundRobinBatch = DefaultMaxRoundRobinBatch
