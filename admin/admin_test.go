@@ -252,8 +252,8 @@ func TestAdminMessageTTLPolicies(t *testing.T) {
 	if err := a.Topics().RemoveMessageTTL(tn); err != nil {
 		t.Fatal(err)
 	}
-	if ttl, _ := a.Topics().GetMessageTTL(tn); ttl != 0 {
-		t.Fatalf("topic TTL after removal %d", ttl)
+	if ttl, _ := a.Topics().GetMessageTTL(tn); ttl != -1 {
+		t.Fatalf("topic TTL after removal %d, want -1 (unset, as pulsaradmin reads it)", ttl)
 	}
 	if err := a.Namespaces().RemoveNamespaceMessageTTL("public/default"); err != nil {
 		t.Fatal(err)

@@ -88,7 +88,10 @@ func TestBadRequestsGetPulsarsStatusAndChangeNothing(t *testing.T) {
 	if err := b.UpdateNamespacePolicies("public/default", func(p *broker.Policies) { p.MessageTTLSeconds = new(30) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.UpdateTopicPolicies("t", func(p *broker.Policies) { p.MessageTTLSeconds = new(5) }); err != nil {
+	if err := b.UpdateTopicPolicies("t", func(p *broker.Policies) {
+		p.MessageTTLSeconds = new(5)
+		p.Retention = &broker.Retention{Minutes: 1, SizeMB: 1}
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.PutSchema("t", broker.Schema{Type: "STRING"}); err != nil {
@@ -98,6 +101,7 @@ func TestBadRequestsGetPulsarsStatusAndChangeNothing(t *testing.T) {
 	defer cons.Close()
 
 	const topic = "/admin/v2/persistent/public/default/t"
+	const ns = "/admin/v2/namespaces/public/default"
 	cases := []struct {
 		name, method, path, body string
 		status                   int
@@ -130,6 +134,42 @@ func TestBadRequestsGetPulsarsStatusAndChangeNothing(t *testing.T) {
 		{"message id not a number", "GET", topic + "/ledger/abc/entry/0", ``, 404},
 		{"message beyond the topic", "GET", topic + "/ledger/1/entry/99", ``, 404},
 		{"malformed tenant", "PUT", "/admin/v2/tenants/acme", `{bad`, 400},
+		{"negative namespace producer limit", "POST", ns + "/maxProducersPerTopic", `-1`, 412},
+		{"negative namespace consumer limit", "POST", ns + "/maxConsumersPerTopic", `-1`, 412},
+		{"negative namespace subscription consumer limit", "POST", ns + "/maxConsumersPerSubscription", `-1`, 412},
+		{"negative namespace subscription limit", "POST", ns + "/maxSubscriptionsPerTopic", `-1`, 412},
+		{"negative namespace unacked limit", "POST", ns + "/maxUnackedMessagesPerConsumer", `-5`, 412},
+		{"negative namespace subscription unacked limit", "POST", ns + "/maxUnackedMessagesPerSubscription", `-5`, 412},
+		{"namespace limit not a number", "POST", ns + "/maxProducersPerTopic", `{bad`, 400},
+		{"namespace limit without a body", "POST", ns + "/maxProducersPerTopic", ``, 400},
+		{"namespace deduplication not a bool", "POST", ns + "/deduplication", `maybe`, 400},
+		{"namespace retention below -1", "POST", ns + "/retention", `{"retentionTimeInMinutes":-2,"retentionSizeInMB":1}`, 400},
+		{"namespace retention with one limit 0", "POST", ns + "/retention", `{"retentionTimeInMinutes":0,"retentionSizeInMB":1}`, 400},
+		{"malformed namespace dispatch rate", "POST", ns + "/dispatchRate", `{bad`, 400},
+		{"malformed namespace publish rate", "POST", ns + "/publishRate", `[1]`, 400},
+		{"malformed namespace delayed delivery", "POST", ns + "/delayedDelivery", `{"active":"x"}`, 400},
+		{"namespace quota without a policy", "POST", ns + "/backlogQuota", `{"limitSize":5,"policy":"nope"}`, 400},
+		{"namespace quota of an unknown type", "POST", ns + "/backlogQuota?backlogQuotaType=nope", `{"limitSize":5,"policy":"producer_exception"}`, 404},
+		{"namespace quota without a body", "POST", ns + "/backlogQuota", ``, 500},
+		{"limit of an unknown namespace", "POST", "/admin/v2/namespaces/public/none/maxProducersPerTopic", `3`, 404},
+		{"quotas of an unknown namespace", "GET", "/admin/v2/namespaces/public/none/backlogQuotaMap", ``, 404},
+		{"negative topic producer limit", "POST", topic + "/maxProducers", `-1`, 412},
+		{"negative topic consumer limit", "POST", topic + "/maxConsumers", `-1`, 412},
+		{"negative topic subscription consumer limit", "POST", topic + "/maxConsumersPerSubscription", `-1`, 412},
+		{"negative topic subscription limit", "POST", topic + "/maxSubscriptionsPerTopic", `-1`, 412},
+		{"negative topic unacked limit", "POST", topic + "/maxUnackedMessagesOnConsumer", `-1`, 412},
+		{"negative topic subscription unacked limit", "POST", topic + "/maxUnackedMessagesOnSubscription", `-1`, 412},
+		{"topic limit not a number", "POST", topic + "/maxConsumers", `"x"`, 400},
+		{"topic limit without a body", "POST", topic + "/maxConsumers", ``, 400},
+		{"topic retention below -1", "POST", topic + "/retention", `{"retentionTimeInMinutes":1,"retentionSizeInMB":-3}`, 400},
+		{"topic quota without a policy", "POST", topic + "/backlogQuota", `{"limitSize":5}`, 400},
+		{"topic quota over its retention", "POST", topic + "/backlogQuota", `{"limitSize":2097152,"policy":"producer_exception"}`, 412},
+		{"topic age quota over its retention", "POST", topic + "/backlogQuota?backlogQuotaType=message_age", `{"limitTime":120,"policy":"producer_exception"}`, 412},
+		{"malformed topic quota", "POST", topic + "/backlogQuota", `{bad`, 400},
+		{"limit of an unknown topic", "POST", "/admin/v2/persistent/public/default/none/maxProducers", `3`, 404},
+		{"limit of a topic in an unknown namespace", "GET", "/admin/v2/persistent/public/none/t/maxProducers", ``, 404},
+		{"limit of a partition", "POST", "/admin/v2/persistent/public/default/parted-partition-0/maxProducers", `3`, 412},
+		{"quotas of a partition", "GET", "/admin/v2/persistent/public/default/parted-partition-0/backlogQuotaMap", ``, 412},
 		{"invalid namespace name", "PUT", "/admin/v2/namespaces/public/bad%20name", ``, 412},
 	}
 	before := stateOf(t, b)

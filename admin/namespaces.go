@@ -60,7 +60,9 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {
 }
 
 // getNamespacePolicies answers the namespace's policies document: the
-// cluster, and each policy the namespace sets, under Pulsar's JSON name.
+// cluster, each policy the namespace sets under Pulsar's JSON name, and the
+// maps Pulsar always writes (the rates by cluster, the backlog quotas by
+// type), empty when unset.
 func (s *Server) getNamespacePolicies(w http.ResponseWriter, r *http.Request) {
 	ns, err := namespaceFromPath(r)
 	var pol broker.Policies
@@ -71,12 +73,22 @@ func (s *Server) getNamespacePolicies(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, err)
 		return
 	}
-	doc := map[string]any{"replication_clusters": []string{s.b.ClusterName()}}
+	doc := map[string]any{"replication_clusters": []string{s.b.ClusterName()}, "backlog_quota_map": quotaMap(pol)}
 	for _, p := range policyEndpoints {
-		if v, set := p.value(pol); set {
+		if v, set := p.value(pol); set && p.jsonName != "" {
 			doc[p.jsonName] = v
 		}
 	}
+	byCluster := func(v any, set bool) map[string]any {
+		if !set {
+			return map[string]any{}
+		}
+		return map[string]any{s.b.ClusterName(): v}
+	}
+	doc["topicDispatchRate"] = byCluster(dispatchRateValue(pol.DispatchRate))
+	doc["clusterDispatchRate"] = doc["topicDispatchRate"]
+	doc["subscriptionDispatchRate"] = byCluster(dispatchRateValue(pol.SubscriptionDispatchRate))
+	doc["publishMaxMessageRate"] = byCluster(publishRateEndpoint.value(pol))
 	reply(w, doc, nil)
 }
 

@@ -1,96 +1,328 @@
 package admin
 
 import (
+	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/pulsarsim/pulsarsim/broker"
 )
 
 // Policy endpoints. Each policy of broker.Policies that the REST API serves
 // is one policyEndpoint: GET, POST and DELETE at namespace level
-// (/admin/v2/namespaces/{tenant}/{ns}/<path>) and at topic level
-// (/admin/v2/{domain}/{tenant}/{ns}/{topic}/<path>, where GET takes
-// ?applied=true for the value in force). Serving a new policy is adding an
-// entry to policyEndpoints.
+// (/admin/v2/namespaces/{tenant}/{ns}/<nsPath>) and at topic level
+// (/admin/v2/{domain}/{tenant}/{ns}/{topic}/<topicPath>, where GET takes
+// ?applied=true for the value in force where Pulsar offers it). Serving a
+// new policy is adding an entry to policyEndpoints.
+//
+// The answers are those of Pulsar 4.0.8, checked against it: an unset policy
+// reads as an empty body (status 200, or 204 for the topic policies Pulsar
+// keeps as optional values); a POST without a body removes the policy,
+// changes nothing, or is refused, as Pulsar does for that policy and level;
+// a body that does not parse is a 400, a value out of range a 412 (a 400 for
+// retention and backlog quotas), with Pulsar's reason. At topic level a
+// missing topic (404) or a partition's name (412) is reported before a bad
+// value, at namespace level after it.
+
+// emptyBody is what a POST without a body does.
+type emptyBody int
+
+const (
+	emptyRefused emptyBody = iota // 400 "The request entity cannot be empty."
+	emptyRemoves                  // removes the policy
+	emptyIgnored                  // changes nothing
+)
+
+// policyCheck checks a policy set at namespace level (topicLevel false) or
+// topic level: own are the policies of that level after the change, ns the
+// namespace's own (the same as own at namespace level). It returns the
+// refusal, or nil.
+type policyCheck func(own, ns broker.Policies, topicLevel bool) error
 
 // policyEndpoint is one policy's REST endpoints.
 type policyEndpoint struct {
-	// path is the endpoint's last path segment, e.g. "messageTTL".
-	path string
+	// nsPath and topicPath are the endpoints' last path segments.
+	nsPath, topicPath string
 	// jsonName is the policy's name in a namespace's policies document.
 	jsonName string
-	// value returns the policy's value in p and whether it is set there.
+	// value returns the policy's value in p, as JSON, and whether it is set.
 	value func(p broker.Policies) (v any, set bool)
-	// unset is what a GET answers when the policy is unset.
-	unset any
-	// read reads a POST's value at namespace or topic level and returns
-	// the change that sets it; a value out of range is an error here, with
-	// the status and reason Pulsar gives at that level.
-	read func(r *http.Request, topicLevel bool) (func(*broker.Policies), error)
+	// decode reads a POST's (non-empty) body and returns the change that
+	// sets the value.
+	decode func(body []byte) (func(*broker.Policies), error)
+	// topicParam, when set, reads a topic-level POST's value from this
+	// query parameter instead of the body.
+	topicParam string
+	// check refuses values out of range, with Pulsar's status and reason.
+	check policyCheck
 	// remove unsets the policy.
 	remove func(*broker.Policies)
+	// nsEmpty and topicEmpty are what a POST without a body does.
+	nsEmpty, topicEmpty emptyBody
+	// topicUnset is the status of a topic-level GET of an unset policy;
+	// applied is whether such a GET takes ?applied.
+	topicUnset int
+	applied    bool
 }
 
-// policyEndpoints are the policies the REST API serves.
-var policyEndpoints = []policyEndpoint{
-	{
-		path: "messageTTL", jsonName: "message_ttl_in_seconds", unset: 0,
+// intPolicy is a policy held in an int field: nsName and topicReason name
+// it in the refusals of negative values at each level.
+func intPolicy(field func(*broker.Policies) **int, nsName, topicReason string) policyEndpoint {
+	return policyEndpoint{
 		value: func(p broker.Policies) (any, bool) {
-			if p.MessageTTLSeconds == nil {
+			v := *field(&p)
+			if v == nil {
 				return nil, false
 			}
-			return *p.MessageTTLSeconds, true
+			return *v, true
 		},
-		read:   readMessageTTL,
-		remove: func(p *broker.Policies) { p.MessageTTLSeconds = nil },
-	},
+		decode: func(body []byte) (func(*broker.Policies), error) {
+			n, err := decodeIntBody(body)
+			return func(p *broker.Policies) { *field(p) = &n }, err
+		},
+		check: func(own, _ broker.Policies, topicLevel bool) error {
+			if v := *field(&own); v != nil && *v < 0 {
+				if topicLevel {
+					return errStatus(http.StatusPreconditionFailed, topicReason)
+				}
+				return errStatus(http.StatusPreconditionFailed, nsName+" must be 0 or more")
+			}
+			return nil
+		},
+		remove:     func(p *broker.Policies) { *field(p) = nil },
+		topicUnset: http.StatusOK,
+		applied:    true,
+	}
 }
 
-// readMessageTTL reads a message TTL in seconds: the body of a namespace
-// POST, the messageTTL parameter of a topic POST.
-func readMessageTTL(r *http.Request, topicLevel bool) (func(*broker.Policies), error) {
-	var secs int
-	if topicLevel {
-		q := r.URL.Query()
-		if !q.Has("messageTTL") {
-			// Pulsar takes a POST without a value as removing the policy.
-			return func(p *broker.Policies) { p.MessageTTLSeconds = nil }, nil
+// with returns e with its paths and JSON name.
+func (e policyEndpoint) with(nsPath, topicPath, jsonName string) policyEndpoint {
+	e.nsPath, e.topicPath, e.jsonName = nsPath, topicPath, jsonName
+	return e
+}
+
+// policyEndpoints are the policies the REST API serves (backlog quotas have
+// endpoints of their own: backlogquota.go).
+var policyEndpoints = []policyEndpoint{
+	messageTTLEndpoint,
+	retentionEndpoint,
+	intPolicy(func(p *broker.Policies) **int { return &p.MaxProducersPerTopic },
+		"maxProducersPerTopic", "maxProducers must be 0 or more").
+		with("maxProducersPerTopic", "maxProducers", "max_producers_per_topic"),
+	intPolicy(func(p *broker.Policies) **int { return &p.MaxConsumersPerTopic },
+		"maxConsumersPerTopic", "maxConsumers must be 0 or more").
+		with("maxConsumersPerTopic", "maxConsumers", "max_consumers_per_topic"),
+	optionalAtTopic(intPolicy(func(p *broker.Policies) **int { return &p.MaxConsumersPerSubscription },
+		"maxConsumersPerSubscription", "Invalid value for maxConsumersPerSubscription").
+		with("maxConsumersPerSubscription", "maxConsumersPerSubscription", "max_consumers_per_subscription")),
+	optionalAtTopic(intPolicy(func(p *broker.Policies) **int { return &p.MaxSubscriptionsPerTopic },
+		"maxSubscriptionsPerTopic", "maxSubscriptionsPerTopic must be 0 or more").
+		with("maxSubscriptionsPerTopic", "maxSubscriptionsPerTopic", "max_subscriptions_per_topic")),
+	removedWhenEmptyAtTopic(intPolicy(func(p *broker.Policies) **int { return &p.MaxUnackedMessagesPerConsumer },
+		"maxUnackedMessagesPerConsumer", "maxUnackedNum must be 0 or more").
+		with("maxUnackedMessagesPerConsumer", "maxUnackedMessagesOnConsumer", "max_unacked_messages_per_consumer")),
+	removedWhenEmptyAtTopic(intPolicy(func(p *broker.Policies) **int { return &p.MaxUnackedMessagesPerSubscription },
+		"maxUnackedMessagesPerSubscription", "maxUnackedNum must be 0 or more").
+		with("maxUnackedMessagesPerSubscription", "maxUnackedMessagesOnSubscription", "max_unacked_messages_per_subscription")),
+	dispatchRateEndpoint(func(p *broker.Policies) **broker.DispatchRate { return &p.DispatchRate }).
+		with("dispatchRate", "dispatchRate", ""),
+	dispatchRateEndpoint(func(p *broker.Policies) **broker.DispatchRate { return &p.SubscriptionDispatchRate }).
+		with("subscriptionDispatchRate", "subscriptionDispatchRate", ""),
+	publishRateEndpoint,
+	deduplicationEndpoint,
+	delayedDeliveryEndpoint,
+}
+
+// optionalAtTopic marks a policy Pulsar reads at topic level as an optional
+// value: unset is a 204, and there is no ?applied.
+func optionalAtTopic(e policyEndpoint) policyEndpoint {
+	e.topicUnset, e.applied = http.StatusNoContent, false
+	return e
+}
+
+// removedWhenEmptyAtTopic marks a policy whose topic-level POST without a
+// body removes it.
+func removedWhenEmptyAtTopic(e policyEndpoint) policyEndpoint {
+	e.topicEmpty = emptyRemoves
+	return e
+}
+
+var messageTTLEndpoint = func() policyEndpoint {
+	e := intPolicy(func(p *broker.Policies) **int { return &p.MessageTTLSeconds }, "", "Invalid value for message TTL").
+		with("messageTTL", "messageTTL", "message_ttl_in_seconds")
+	e.topicParam = "messageTTL"
+	e.topicEmpty = emptyRemoves
+	nsCheck := e.check
+	e.check = func(own, ns broker.Policies, topicLevel bool) error {
+		if v := own.MessageTTLSeconds; !topicLevel && v != nil && *v < 0 {
+			return errStatus(http.StatusPreconditionFailed, "Invalid value for message TTL, message TTL must >= 0")
 		}
-		n, err := strconv.Atoi(q.Get("messageTTL"))
-		if err != nil {
-			// Jersey answers a parameter it cannot convert with 404.
-			return nil, errStatus(http.StatusNotFound, "Not found: "+r.URL.Path)
-		}
-		if n < 0 {
-			return nil, errStatus(http.StatusPreconditionFailed, "Invalid value for message TTL")
-		}
-		secs = n
-	} else {
-		n, err := readInt(r)
-		if err != nil {
-			return nil, err
-		}
-		if n < 0 {
-			return nil, errStatus(http.StatusPreconditionFailed, "Invalid value for message TTL, message TTL must >= 0")
-		}
-		secs = n
+		return nsCheck(own, ns, topicLevel)
 	}
-	return func(p *broker.Policies) {
-		p.MessageTTLSeconds = &secs
-		if secs == 0 {
-			// pulsarsim, unlike Pulsar, takes a TTL of 0 as removing the
-			// policy (Pulsar keeps an explicit 0, which overrides the
-			// namespace's TTL).
-			p.MessageTTLSeconds = nil
+	return e
+}()
+
+var retentionEndpoint = policyEndpoint{
+	nsPath: "retention", topicPath: "retention", jsonName: "retention_policies",
+	value: func(p broker.Policies) (any, bool) {
+		if p.Retention == nil {
+			return nil, false
 		}
-	}, nil
+		return retentionOut(*p.Retention), true
+	},
+	decode: func(body []byte) (func(*broker.Policies), error) {
+		var j retentionJSON
+		err := decodeBody(body, &j)
+		r := broker.Retention{Minutes: int(j.Minutes), SizeMB: int64(j.SizeMB)}
+		return func(p *broker.Policies) { p.Retention = &r }, err
+	},
+	check:   checkRetention,
+	remove:  func(p *broker.Policies) { p.Retention = nil },
+	nsEmpty: emptyRemoves, topicEmpty: emptyIgnored,
+	topicUnset: http.StatusOK, applied: true,
+}
+
+// dispatchRateValue is a dispatch rate as JSON, and whether it is set.
+func dispatchRateValue(d *broker.DispatchRate) (any, bool) {
+	if d == nil {
+		return nil, false
+	}
+	return dispatchRateOut(*d), true
+}
+
+func dispatchRateEndpoint(field func(*broker.Policies) **broker.DispatchRate) policyEndpoint {
+	return policyEndpoint{
+		value: func(p broker.Policies) (any, bool) { return dispatchRateValue(*field(&p)) },
+		decode: func(body []byte) (func(*broker.Policies), error) {
+			var j dispatchRateJSON
+			err := decodeBody(body, &j)
+			d := broker.DispatchRate{Messages: int(j.Messages), Bytes: int64(j.Bytes),
+				PeriodSeconds: int(j.PeriodSeconds), RelativeToPublishRate: j.RelativeToPublishRate}
+			return func(p *broker.Policies) { *field(p) = &d }, err
+		},
+		remove:  func(p *broker.Policies) { *field(p) = nil },
+		nsEmpty: emptyRemoves, topicEmpty: emptyIgnored,
+		topicUnset: http.StatusOK, applied: true,
+	}
+}
+
+var publishRateEndpoint = policyEndpoint{
+	nsPath: "publishRate", topicPath: "publishRate",
+	value: func(p broker.Policies) (any, bool) {
+		if p.PublishRate == nil {
+			return nil, false
+		}
+		return publishRateJSON{flexInt(p.PublishRate.Messages), flexInt(p.PublishRate.Bytes)}, true
+	},
+	decode: func(body []byte) (func(*broker.Policies), error) {
+		j := publishRateJSON{-1, -1}
+		err := decodeBody(body, &j)
+		r := broker.PublishRate{Messages: int(j.Messages), Bytes: int64(j.Bytes)}
+		return func(p *broker.Policies) { p.PublishRate = &r }, err
+	},
+	remove:  func(p *broker.Policies) { p.PublishRate = nil },
+	nsEmpty: emptyRemoves, topicEmpty: emptyIgnored,
+	topicUnset: http.StatusNoContent,
+}
+
+var deduplicationEndpoint = policyEndpoint{
+	nsPath: "deduplication", topicPath: "deduplicationEnabled", jsonName: "deduplicationEnabled",
+	value: func(p broker.Policies) (any, bool) {
+		if p.DeduplicationEnabled == nil {
+			return nil, false
+		}
+		return *p.DeduplicationEnabled, true
+	},
+	decode: func(body []byte) (func(*broker.Policies), error) {
+		on, err := decodeBoolBody(body)
+		return func(p *broker.Policies) { p.DeduplicationEnabled = &on }, err
+	},
+	remove:     func(p *broker.Policies) { p.DeduplicationEnabled = nil },
+	topicEmpty: emptyRemoves,
+	topicUnset: http.StatusOK, applied: true,
+}
+
+var delayedDeliveryEndpoint = policyEndpoint{
+	nsPath: "delayedDelivery", topicPath: "delayedDelivery", jsonName: "delayed_delivery_policies",
+	value: func(p broker.Policies) (any, bool) {
+		if p.DelayedDelivery == nil {
+			return nil, false
+		}
+		return delayedDeliveryOut(*p.DelayedDelivery), true
+	},
+	decode: func(body []byte) (func(*broker.Policies), error) {
+		var j delayedDeliveryJSON
+		err := decodeBody(body, &j)
+		d := broker.DelayedDelivery{Active: j.Active, TickMillis: int64(j.TickTime), MaxDelayMillis: int64(j.MaxDelayMillis)}
+		return func(p *broker.Policies) { p.DelayedDelivery = &d }, err
+	},
+	remove:  func(p *broker.Policies) { p.DelayedDelivery = nil },
+	nsEmpty: emptyRemoves, topicEmpty: emptyRemoves,
+	topicUnset: http.StatusOK, applied: true,
+}
+
+// checkRetention validates a retention policy as Pulsar does (400), then
+// against the backlog quota in force at that level (412): the size quota
+// may not reach the retained size, nor the age quota the retained time.
+func checkRetention(own, ns broker.Policies, topicLevel bool) error {
+	r := own.Retention
+	if r == nil {
+		return nil
+	}
+	if err := validPolicies(broker.Policies{Retention: r}); err != nil {
+		return err
+	}
+	if topicLevel {
+		for _, q := range []*broker.BacklogQuota{
+			or(own.BacklogQuota, ns.BacklogQuota), or(own.MessageAgeBacklogQuota, ns.MessageAgeBacklogQuota),
+		} {
+			if !quotaWithinRetention(q, r) {
+				return errStatus(http.StatusPreconditionFailed, "Retention Quota must exceed configured backlog quota "+
+					"for topic. Please increase retention quota and retry")
+			}
+		}
+		return nil
+	}
+	if (own.BacklogQuota != nil || own.MessageAgeBacklogQuota != nil) && !quotaWithinRetention(own.BacklogQuota, r) {
+		return errStatus(http.StatusPreconditionFailed, "Retention Quota must exceed configured backlog quota for namespace.")
+	}
+	return nil
+}
+
+// quotaWithinRetention is Pulsar's checkBacklogQuota: a quota (nil: the
+// default, no limit) must stay under an active retention policy.
+func quotaWithinRetention(q *broker.BacklogQuota, r *broker.Retention) bool {
+	if r == nil || (r.SizeMB <= 0 && r.Minutes <= 0) || q == nil {
+		return true
+	}
+	if r.SizeMB > 0 && q.LimitBytes >= r.SizeMB*1024*1024 {
+		return false
+	}
+	return !(r.Minutes > 0 && int64(q.LimitSeconds) >= int64(r.Minutes)*60)
+}
+
+// or returns a unless it is nil, else b.
+func or[T any](a, b *T) *T {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// validPolicies checks p's ranges with the broker's rules, as a 400 with
+// Pulsar's reason.
+func validPolicies(p broker.Policies) error {
+	if err := broker.ValidatePolicies(p); err != nil {
+		return errStatus(http.StatusBadRequest, err.Error())
+	}
+	return nil
 }
 
 func (s *Server) routePolicies() {
 	for _, p := range policyEndpoints {
-		ns := "/admin/v2/namespaces/{tenant}/{ns}/" + p.path
-		topic := "/admin/v2/{domain}/{tenant}/{ns}/{topic}/" + p.path
+		ns := "/admin/v2/namespaces/{tenant}/{ns}/" + p.nsPath
+		topic := "/admin/v2/{domain}/{tenant}/{ns}/{topic}/" + p.topicPath
 		s.mux.HandleFunc("GET "+ns, s.getNamespacePolicy(p))
 		s.mux.HandleFunc("POST "+ns, s.setNamespacePolicy(p))
 		s.mux.HandleFunc("DELETE "+ns, s.removeNamespacePolicy(p))
@@ -98,15 +330,66 @@ func (s *Server) routePolicies() {
 		s.mux.HandleFunc("POST "+topic, s.setTopicPolicy(p))
 		s.mux.HandleFunc("DELETE "+topic, s.removeTopicPolicy(p))
 	}
+	s.routeBacklogQuotas()
 }
 
-// answerPolicy answers p's value in pol, or its unset value.
-func answerPolicy(w http.ResponseWriter, p policyEndpoint, pol broker.Policies) {
+// answerPolicy answers p's value in pol, or unset (an empty body).
+func answerPolicy(w http.ResponseWriter, p policyEndpoint, pol broker.Policies, unset int) {
 	v, set := p.value(pol)
 	if !set {
-		v = p.unset
+		w.WriteHeader(unset)
+		return
 	}
 	reply(w, v, nil)
+}
+
+// readChange reads a POST's change: from the topic-level query parameter,
+// or from the body, which may be empty (then the change is what empty
+// says: nil for none).
+func readChange(r *http.Request, p policyEndpoint, empty emptyBody, topicLevel bool) (func(*broker.Policies), error) {
+	if topicLevel && p.topicParam != "" {
+		q := r.URL.Query()
+		if !q.Has(p.topicParam) {
+			return p.remove, nil
+		}
+		n, err := strconv.Atoi(q.Get(p.topicParam))
+		if err != nil {
+			// Jersey answers a parameter it cannot convert with 404.
+			return nil, errStatus(http.StatusNotFound, "Not found: "+r.URL.Path)
+		}
+		return p.decode([]byte(strconv.Itoa(n)))
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		return nil, errStatus(http.StatusBadRequest, err.Error())
+	}
+	if t := strings.TrimSpace(string(body)); t == "" || t == "null" {
+		switch empty {
+		case emptyRemoves:
+			return p.remove, nil
+		case emptyIgnored:
+			return nil, nil
+		}
+		return nil, errStatus(http.StatusBadRequest, "The request entity cannot be empty.")
+	}
+	return p.decode(body)
+}
+
+// checked wraps change with p's check: the change applies only when the
+// policies it leaves pass, and *refusal says why it did not.
+func checked(change func(*broker.Policies), check policyCheck, ns func(broker.Policies) broker.Policies,
+	topicLevel bool, refusal *error) func(*broker.Policies) {
+	return func(p *broker.Policies) {
+		next := *p
+		change(&next)
+		*refusal = nil
+		if check != nil {
+			*refusal = check(next, ns(next), topicLevel)
+		}
+		if *refusal == nil {
+			*p = next
+		}
+	}
 }
 
 func (s *Server) getNamespacePolicy(p policyEndpoint) http.HandlerFunc {
@@ -120,19 +403,34 @@ func (s *Server) getNamespacePolicy(p policyEndpoint) http.HandlerFunc {
 			reply(w, nil, err)
 			return
 		}
-		answerPolicy(w, p, pol)
+		answerPolicy(w, p, pol, http.StatusOK)
 	}
 }
 
+// setNamespacePolicy sets a namespace's policy. As in Pulsar, a body that
+// does not parse and a bad value are reported before a missing namespace.
 func (s *Server) setNamespacePolicy(p policyEndpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ns, err := namespaceFromPath(r)
 		var change func(*broker.Policies)
 		if err == nil {
-			change, err = p.read(r, false)
+			change, err = readChange(r, p, p.nsEmpty, false)
 		}
-		if err == nil {
-			err = s.b.UpdateNamespacePolicies(ns, change)
+		if err == nil && change != nil && p.check != nil {
+			// Values alone first: refused before the namespace is looked up.
+			var alone broker.Policies
+			change(&alone)
+			err = p.check(alone, alone, false)
+		}
+		if err == nil && change == nil {
+			_, err = s.b.NamespacePolicies(ns)
+		} else if err == nil {
+			var refusal error
+			self := func(own broker.Policies) broker.Policies { return own }
+			err = s.b.UpdateNamespacePolicies(ns, checked(change, p.check, self, false, &refusal))
+			if err == nil {
+				err = refusal
+			}
 		}
 		reply(w, nil, err)
 	}
@@ -148,11 +446,32 @@ func (s *Server) removeNamespacePolicy(p policyEndpoint) http.HandlerFunc {
 	}
 }
 
+// policyTopic reads the topic of a topic-level policy request and checks
+// it may have policies: not a partition (412), in a namespace that exists
+// and existing itself (404).
+func (s *Server) policyTopic(r *http.Request) (string, error) {
+	topic, err := topicFromPath(r)
+	if err != nil {
+		return "", err
+	}
+	tn, err := broker.ParseTopicName(topic)
+	switch {
+	case err != nil:
+		return "", err
+	case tn.Partition >= 0:
+		return "", errStatus(http.StatusPreconditionFailed, "Not allowed to set/get topic policy for a partition")
+	case !s.b.NamespaceExists(tn.NamespaceName()):
+		return "", errStatus(http.StatusNotFound, "Namespace not found")
+	}
+	_, err = s.b.TopicPolicies(topic)
+	return topic, err
+}
+
 func (s *Server) getTopicPolicy(p policyEndpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		topic, err := topicFromPath(r)
+		topic, err := s.policyTopic(r)
 		var pol broker.Policies
-		if err == nil && boolParam(r, "applied") {
+		if err == nil && p.applied && boolParam(r, "applied") {
 			pol, err = s.b.AppliedPolicies(topic)
 		} else if err == nil {
 			pol, err = s.b.TopicPolicies(topic)
@@ -161,32 +480,56 @@ func (s *Server) getTopicPolicy(p policyEndpoint) http.HandlerFunc {
 			reply(w, nil, err)
 			return
 		}
-		answerPolicy(w, p, pol)
+		answerPolicy(w, p, pol, p.topicUnset)
 	}
 }
 
-// setTopicPolicy sets a topic's policy. As in Pulsar, a missing topic is
-// reported before a bad value.
+// setTopicPolicy sets a topic's policy. As in Pulsar, a body that does not
+// parse is reported first, then a missing topic, then a bad value (a query
+// parameter is read after the topic is found).
 func (s *Server) setTopicPolicy(p policyEndpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		topic, err := topicFromPath(r)
-		if err == nil {
-			_, err = s.b.TopicPolicies(topic)
-		}
 		var change func(*broker.Policies)
-		if err == nil {
-			change, err = p.read(r, true)
+		var err error
+		if p.topicParam == "" {
+			change, err = readChange(r, p, p.topicEmpty, true)
 		}
+		var topic string
 		if err == nil {
-			err = s.b.UpdateTopicPolicies(topic, change)
+			topic, err = s.policyTopic(r)
+		}
+		if err == nil && p.topicParam != "" {
+			change, err = readChange(r, p, p.topicEmpty, true)
+		}
+		if err == nil && change != nil {
+			err = s.updateTopicPolicy(topic, change, p.check)
 		}
 		reply(w, nil, err)
 	}
 }
 
+// updateTopicPolicy applies change to the topic's own policies if check
+// passes, with the namespace's policies as the fallback it sees.
+func (s *Server) updateTopicPolicy(topic string, change func(*broker.Policies), check policyCheck) error {
+	tn, err := broker.ParseTopicName(topic)
+	if err != nil {
+		return err
+	}
+	nsPol, err := s.b.NamespacePolicies(tn.NamespaceName())
+	if err != nil {
+		return err
+	}
+	var refusal error
+	nsOf := func(broker.Policies) broker.Policies { return nsPol }
+	if err := s.b.UpdateTopicPolicies(topic, checked(change, check, nsOf, true, &refusal)); err != nil {
+		return err
+	}
+	return refusal
+}
+
 func (s *Server) removeTopicPolicy(p policyEndpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		topic, err := topicFromPath(r)
+		topic, err := s.policyTopic(r)
 		if err == nil {
 			err = s.b.UpdateTopicPolicies(topic, p.remove)
 		}

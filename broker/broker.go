@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,10 +21,12 @@ type Broker struct {
 	partitioned map[string]int            // partitioned topic metadata: base name -> partitions
 	schemas     map[string][]storedSchema // by base topic name, version = index
 	// nsPolicies and topicPolicies hold the policies set on a namespace and
-	// on a topic (by base name); policyGen counts their changes.
+	// on a topic (by base name); policyGen counts their changes (it changes
+	// under mu, and is read without it by topics checking their cached
+	// policies).
 	nsPolicies    map[string]Policies
 	topicPolicies map[string]Policies
-	policyGen     uint64
+	policyGen     atomic.Uint64
 	done          chan struct{} // closed by Close
 	conns         map[*conn]struct{}
 	nsreg         namespaceRegistry // tenants and namespaces of the admin API
@@ -62,6 +65,7 @@ func New(opts ...Option) *Broker {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	cfg.policies = cfg.brokerPolicies()
 	b := &Broker{
 		cfg:           cfg,
 		topics:        map[string]*Topic{},

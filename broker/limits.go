@@ -53,6 +53,8 @@ type Limits struct {
 }
 
 // WithLimits sets the broker's resource limits (see Limits). Default: none.
+// The per-topic and per-subscription ones are the broker's defaults of the
+// policies of the same names, which a namespace or a topic may override.
 func WithLimits(l Limits) Option { return func(c *config) { c.limits = l } }
 
 // WithHandshakeTimeout sets how long a new connection may take to complete
@@ -69,12 +71,20 @@ func (cfg *config) handshakeDeadline() time.Duration {
 	return cfg.keepAlive
 }
 
-// limits returns the limits that apply to topic t. This is the one place
-// where they are resolved: Pulsar lets namespace and topic policies override
-// the per-topic and per-subscription limits of the broker's configuration,
-// and such overrides belong here. The same-address and connection limits
-// are broker-wide only, in Pulsar as here.
-func (t *Topic) limits() Limits { return t.b.cfg.limits }
+// limits returns the limits that apply to topic t. The per-topic and
+// per-subscription ones are the policies in force (Policies: the topic's,
+// else its namespace's, else the broker's, which WithLimits sets); the
+// same-address and connection limits are broker-wide only, in Pulsar as
+// here. Called with the topic's lock held.
+func (t *Topic) limits() Limits {
+	l := t.b.cfg.limits
+	p := t.policiesLocked()
+	l.MaxProducersPerTopic = *p.MaxProducersPerTopic
+	l.MaxConsumersPerTopic = *p.MaxConsumersPerTopic
+	l.MaxConsumersPerSubscription = *p.MaxConsumersPerSubscription
+	l.MaxSubscriptionsPerTopic = *p.MaxSubscriptionsPerTopic
+	return l
+}
 
 // exceeded reports whether a count has reached a limit (0: no limit).
 func exceeded(limit, count int) bool { return limit > 0 && count >= limit }

@@ -34,9 +34,11 @@ type config struct {
 	authRefresh       time.Duration
 	advertisedAddress string
 	listeners         map[string]AdvertisedListener
-	policies          Policies // broker-level defaults, every field set
-	transactions      bool     // transactionCoordinatorEnabled
-	maxActiveTxns     int      // maxActiveTransactionsPerCoordinator, 0: none
+	// policies are the broker-level policies: those WithDefaultPolicies
+	// sets until New resolves them all (brokerPolicies).
+	policies      Policies
+	transactions  bool // transactionCoordinatorEnabled
+	maxActiveTxns int  // maxActiveTransactionsPerCoordinator, 0: none
 }
 
 func defaultConfig() config {
@@ -55,7 +57,6 @@ func defaultConfig() config {
 		writeLow:          DefaultWriteBufferLowWaterMark,
 		writeHigh:         DefaultWriteBufferHighWaterMark,
 		authRefresh:       60 * time.Second,
-		policies:          defaultPolicies(),
 	}
 }
 
@@ -84,7 +85,8 @@ func WithClock(clk Clock) Option { return func(c *config) { c.clock = clk } }
 func WithClusterName(name string) Option { return func(c *config) { c.clusterName = name } }
 
 // WithMaxUnackedMessagesPerConsumer sets maxUnackedMessagesPerConsumer for
-// Shared and Key_Shared consumers; 0 means no limit. Default 50,000.
+// Shared and Key_Shared consumers; 0 means no limit. Default 50,000. It is
+// the broker's default of Policies.MaxUnackedMessagesPerConsumer.
 func WithMaxUnackedMessagesPerConsumer(n int) Option {
 	return func(c *config) { c.maxUnackedPerCons = n }
 }

@@ -4,32 +4,196 @@ import (
 	"reflect"
 )
 
-// Policies are the settings Pulsar keeps per namespace and per topic, such as
-// the message TTL. Every field is a pointer: nil means unset at that level.
-// The policy in force for a topic is resolved field by field, as Pulsar
-// resolves it: the topic's own value, else its namespace's, else the
-// broker's default (WithDefaultPolicies).
+// Policies are the settings Pulsar keeps per namespace and per topic: limits,
+// rates, quotas, retention, TTL and the like. Every field is a pointer: nil
+// means unset at that level. The policy in force for a topic is resolved
+// field by field, as Pulsar resolves it: the topic's own value, else its
+// namespace's, else the broker's default (WithDefaultPolicies, and the
+// broker options that set the same values, such as WithLimits).
 //
-// A topic's policies apply to all partitions of a partitioned topic.
+// A topic's policies apply to all partitions of a partitioned topic, and a
+// change applies at once to the topics it concerns.
 //
-// To add a policy, add a pointer field below (a plain value: a number, a
-// string, a struct of those), give it a default in defaultPolicies and a
-// range check in Policies.validate, and read it where the broker applies it
-// through appliedPolicies.
+// To add a policy, add a pointer field below (to a number, a bool, or a
+// struct of plain values), give it a default in defaultPolicies and a range
+// check in Policies.validate, and read it where the broker applies it
+// through Topic.policiesLocked (or Broker.appliedPolicies).
 type Policies struct {
 	// MessageTTLSeconds is the message TTL in whole seconds (Pulsar's
 	// messageTTL, message_ttl_in_seconds): messages older than that leave
 	// every subscription's backlog. 0 means they never expire. Default 0.
 	MessageTTLSeconds *int
+	// Retention is how long, and how much of, what every subscription has
+	// acknowledged a topic keeps (retention_policies). Default 0 and 0.
+	Retention *Retention
+
+	// MaxProducersPerTopic is maxProducersPerTopic (topic policy
+	// maxProducers): a PRODUCER on a topic with this many producers is
+	// refused. 0 means no limit, the default.
+	MaxProducersPerTopic *int
+	// MaxConsumersPerTopic is maxConsumersPerTopic (topic policy
+	// maxConsumers), counted over all subscriptions. 0: no limit.
+	MaxConsumersPerTopic *int
+	// MaxConsumersPerSubscription is maxConsumersPerSubscription, for
+	// Shared, Failover and Key_Shared subscriptions. 0: no limit.
+	MaxConsumersPerSubscription *int
+	// MaxSubscriptionsPerTopic is maxSubscriptionsPerTopic, on persistent
+	// topics. 0: no limit.
+	MaxSubscriptionsPerTopic *int
+	// MaxUnackedMessagesPerConsumer is maxUnackedMessagesPerConsumer (topic
+	// policy maxUnackedMessagesOnConsumer): a Shared or Key_Shared consumer
+	// of a durable subscription that holds this many unacknowledged
+	// messages gets no more until it acknowledges half of them. 0: no
+	// limit. Default 50,000.
+	MaxUnackedMessagesPerConsumer *int
+	// MaxUnackedMessagesPerSubscription is
+	// maxUnackedMessagesPerSubscription (maxUnackedMessagesOnSubscription):
+	// a Shared or Key_Shared subscription whose consumers hold this many
+	// unacknowledged messages in all reads no new entries (redeliveries
+	// still go out) until they are under half of it. 0: no limit. Default
+	// 200,000.
+	MaxUnackedMessagesPerSubscription *int
+
+	// DispatchRate limits what the topic delivers, over all of its
+	// subscriptions (dispatchRate, topicDispatchRate). Default: no limit.
+	DispatchRate *DispatchRate
+	// SubscriptionDispatchRate limits what each subscription of the topic
+	// delivers (subscriptionDispatchRate). Default: no limit.
+	SubscriptionDispatchRate *DispatchRate
+	// PublishRate limits what the topic's producers publish (publishRate,
+	// publishMaxMessageRate): over it, the broker stops reading from their
+	// connections until the rate allows more. Default: no limit.
+	PublishRate *PublishRate
+
+	// BacklogQuota is the destination_storage backlog quota: a limit on the
+	// size of the topic's backlog and what happens over it. Default: no
+	// limit (-1), producer_request_hold.
+	BacklogQuota *BacklogQuota
+	// MessageAgeBacklogQuota is the message_age backlog quota: a limit on
+	// the age of the oldest unacknowledged message. Default: no limit (-1),
+	// producer_request_hold.
+	MessageAgeBacklogQuota *BacklogQuota
+
+	// DeduplicationEnabled is deduplicationEnabled (the broker's
+	// brokerDeduplicationEnabled). Default false.
+	DeduplicationEnabled *bool
+	// DelayedDelivery is the delayed-delivery policy (delayedDelivery,
+	// delayed_delivery_policies). Default: active, a 1 s tick, no maximum
+	// delay.
+	DelayedDelivery *DelayedDelivery
 }
+
+// Retention is a retention policy (Pulsar's RetentionPolicies). Both zero
+// keeps nothing that is acknowledged; -1 means no limit of that kind.
+type Retention struct {
+	// Minutes is retentionTimeInMinutes.
+	Minutes int
+	// SizeMB is retentionSizeInMB.
+	SizeMB int64
+}
+
+// DispatchRate is a dispatch rate limit (Pulsar's DispatchRate): at most
+// Messages messages and Bytes bytes each PeriodSeconds. A limit of 0 or less
+// is no limit.
+type DispatchRate struct {
+	// Messages is dispatchThrottlingRateInMsg.
+	Messages int
+	// Bytes is dispatchThrottlingRateInByte.
+	Bytes int64
+	// PeriodSeconds is ratePeriodInSecond (less than 1 counts as 1).
+	PeriodSeconds int
+	// RelativeToPublishRate is relativeToPublishRate: the limits are added
+	// to the topic's publish rate.
+	RelativeToPublishRate bool
+}
+
+// PublishRate is a publish rate limit (Pulsar's PublishRate): at most
+// Messages messages and Bytes bytes a second. A limit of 0 or less is no
+// limit.
+type PublishRate struct {
+	// Messages is publishThrottlingRateInMsg.
+	Messages int
+	// Bytes is publishThrottlingRateInByte.
+	Bytes int64
+}
+
+// BacklogQuotaPolicy is what a broker does to a topic over its backlog
+// quota (Pulsar's BacklogQuota.RetentionPolicy).
+type BacklogQuotaPolicy string
+
+// The backlog quota policies.
+const (
+	// ProducerRequestHold refuses new producers with
+	// ProducerBlockedQuotaExceededError and disconnects the topic's
+	// producers at each backlog check.
+	ProducerRequestHold BacklogQuotaPolicy = "producer_request_hold"
+	// ProducerException is the same with
+	// ProducerBlockedQuotaExceededException.
+	ProducerException BacklogQuotaPolicy = "producer_exception"
+	// ConsumerBacklogEviction moves the slowest subscriptions forward,
+	// dropping their oldest unacknowledged messages.
+	ConsumerBacklogEviction BacklogQuotaPolicy = "consumer_backlog_eviction"
+)
+
+// BacklogQuota is one backlog quota (Pulsar's BacklogQuota): of type
+// destination_storage (Policies.BacklogQuota), LimitBytes limits the size
+// of the backlog; of type message_age (Policies.MessageAgeBacklogQuota),
+// LimitSeconds limits the age of its oldest message.
+type BacklogQuota struct {
+	// LimitBytes is limitSize; negative means no limit.
+	LimitBytes int64
+	// LimitSeconds is limitTime; 0 or less means no limit.
+	LimitSeconds int
+	// Policy is what happens over the limit.
+	Policy BacklogQuotaPolicy
+}
+
+// DelayedDelivery is a delayed-delivery policy (Pulsar's
+// DelayedDeliveryPolicies).
+type DelayedDelivery struct {
+	// Active is whether deliver_at_time is honoured; when false, delayed
+	// messages are delivered at once.
+	Active bool
+	// TickMillis is tickTime: a delayed message due within one tick is
+	// delivered.
+	TickMillis int64
+	// MaxDelayMillis is maxDeliveryDelayInMillis: a message delayed further
+	// than that is refused; 0 means no maximum.
+	MaxDelayMillis int64
+}
+
+// Pulsar 4.0's defaults for the unacknowledged-message limits.
+const (
+	DefaultMaxUnackedMessagesPerConsumer     = 50_000
+	DefaultMaxUnackedMessagesPerSubscription = 200_000
+)
 
 // defaultPolicies are the broker-level policies: every field set, with
 // Pulsar 4.0's standalone defaults.
 func defaultPolicies() Policies {
+	noQuota := BacklogQuota{LimitBytes: -1, LimitSeconds: -1, Policy: ProducerRequestHold}
 	return Policies{
-		MessageTTLSeconds: new(0), // ttlDurationDefaultInSeconds
+		MessageTTLSeconds:                 new(0), // ttlDurationDefaultInSeconds
+		Retention:                         &Retention{},
+		MaxProducersPerTopic:              new(0),
+		MaxConsumersPerTopic:              new(0),
+		MaxConsumersPerSubscription:       new(0),
+		MaxSubscriptionsPerTopic:          new(0),
+		MaxUnackedMessagesPerConsumer:     new(DefaultMaxUnackedMessagesPerConsumer),
+		MaxUnackedMessagesPerSubscription: new(DefaultMaxUnackedMessagesPerSubscription),
+		DispatchRate:                      &DispatchRate{PeriodSeconds: 1},
+		SubscriptionDispatchRate:          &DispatchRate{PeriodSeconds: 1},
+		PublishRate:                       &PublishRate{},
+		BacklogQuota:                      new(noQuota),
+		MessageAgeBacklogQuota:            new(noQuota),
+		DeduplicationEnabled:              new(false),
+		DelayedDelivery:                   &DelayedDelivery{Active: true, TickMillis: 1000},
 	}
 }
+
+// ValidatePolicies checks the ranges of the fields p sets, as an update
+// does. The error is ErrInvalidPolicy, worded as Pulsar words it.
+func ValidatePolicies(p Policies) error { return p.validate() }
 
 // validate checks the set fields' ranges. The error is ErrInvalidPolicy,
 // worded as Pulsar words it.
@@ -37,7 +201,52 @@ func (p Policies) validate() error {
 	if v := p.MessageTTLSeconds; v != nil && *v < 0 {
 		return errorf(ErrInvalidPolicy, "Invalid value for message TTL, message TTL must >= 0")
 	}
+	for _, f := range []struct {
+		v    *int
+		name string
+	}{
+		{p.MaxProducersPerTopic, "maxProducersPerTopic"},
+		{p.MaxConsumersPerTopic, "maxConsumersPerTopic"},
+		{p.MaxConsumersPerSubscription, "maxConsumersPerSubscription"},
+		{p.MaxSubscriptionsPerTopic, "maxSubscriptionsPerTopic"},
+		{p.MaxUnackedMessagesPerConsumer, "maxUnackedMessagesPerConsumer"},
+		{p.MaxUnackedMessagesPerSubscription, "maxUnackedMessagesPerSubscription"},
+	} {
+		if f.v != nil && *f.v < 0 {
+			return errorf(ErrInvalidPolicy, "%s must be 0 or more", f.name)
+		}
+	}
+	if r := p.Retention; r != nil {
+		if err := r.validate(); err != nil {
+			return err
+		}
+	}
+	for _, q := range []*BacklogQuota{p.BacklogQuota, p.MessageAgeBacklogQuota} {
+		if q != nil && !q.Policy.valid() {
+			return errorf(ErrInvalidPolicy, "the attribute policy cannot be null")
+		}
+	}
 	return nil
+}
+
+// validate checks a retention policy as Pulsar does.
+func (r Retention) validate() error {
+	switch {
+	case r.SizeMB < -1:
+		return errorf(ErrInvalidPolicy, "Invalid retention policy: size limit must be >= -1")
+	case r.Minutes < -1:
+		return errorf(ErrInvalidPolicy, "Invalid retention policy: time limit must be >= -1")
+	case (r.Minutes == 0) != (r.SizeMB == 0):
+		return errorf(ErrInvalidPolicy, "Invalid retention policy: Setting a single time or size limit to 0 "+
+			"is invalid when one of the limits has a non-zero value. Use the value of -1 instead of 0 to "+
+			"ignore a specific limit. To disable retention both limits must be set to 0.")
+	}
+	return nil
+}
+
+// valid reports whether p is one of the three policies.
+func (p BacklogQuotaPolicy) valid() bool {
+	return p == ProducerRequestHold || p == ProducerException || p == ConsumerBacklogEviction
 }
 
 // Or returns p with each unset field taken from fallback: the resolution of
@@ -80,13 +289,30 @@ func (p Policies) empty() bool {
 
 // WithDefaultPolicies sets broker-level policies: the fields p sets replace
 // the broker's defaults, which apply to every topic whose topic and
-// namespace leave the field unset. Out-of-range values are ignored.
+// namespace leave the field unset. They take precedence over the options
+// that set the same defaults otherwise (WithLimits,
+// WithMaxUnackedMessagesPerConsumer). Out-of-range values are ignored.
 func WithDefaultPolicies(p Policies) Option {
 	return func(c *config) {
 		if p.validate() == nil {
 			c.policies = p.Or(c.policies)
 		}
 	}
+}
+
+// brokerPolicies resolves the broker-level policies of a configuration:
+// WithDefaultPolicies over the limits and the unacked limit set by their own
+// options, over Pulsar's defaults.
+func (cfg *config) brokerPolicies() Policies {
+	l := cfg.limits
+	fromOptions := Policies{
+		MaxProducersPerTopic:          new(l.MaxProducersPerTopic),
+		MaxConsumersPerTopic:          new(l.MaxConsumersPerTopic),
+		MaxConsumersPerSubscription:   new(l.MaxConsumersPerSubscription),
+		MaxSubscriptionsPerTopic:      new(l.MaxSubscriptionsPerTopic),
+		MaxUnackedMessagesPerConsumer: new(max(cfg.maxUnackedPerCons, 0)),
+	}
+	return cfg.policies.Or(fromOptions).Or(defaultPolicies())
 }
 
 // NamespacePolicies returns the policies set on the namespace "tenant/ns"
@@ -107,17 +333,22 @@ func (b *Broker) NamespacePolicies(ns string) (Policies, error) {
 // change gets a copy of the namespace's own policies to edit (set a field,
 // or set it to nil to unset it). Nothing changes when a value is out of its
 // range (ErrInvalidPolicy). change runs without any broker lock held and may
-// run more than once when another update races with it.
+// run more than once when another update races with it. The topics of the
+// namespace apply the change at once.
 func (b *Broker) UpdateNamespacePolicies(ns string, change func(*Policies)) error {
 	if err := ValidateNamespaceName(ns); err != nil {
 		return err
 	}
-	return b.updatePolicies(b.nsPolicies, ns, func() error {
+	err := b.updatePolicies(b.nsPolicies, ns, func() error {
 		if !b.namespaceExistsLocked(ns) {
 			return ErrNamespaceNotFound
 		}
 		return nil
 	}, change)
+	if err == nil {
+		b.reapplyPolicies(func(tn TopicName) bool { return tn.NamespaceName() == ns })
+	}
+	return err
 }
 
 // TopicPolicies returns the policies set on a topic itself (unset fields
@@ -143,18 +374,23 @@ func (b *Broker) UpdateTopicPolicies(topic string, change func(*Policies)) error
 	if err != nil {
 		return err
 	}
-	return b.updatePolicies(b.topicPolicies, tn.Base().String(), func() error {
+	base := tn.Base()
+	err = b.updatePolicies(b.topicPolicies, base.String(), func() error {
 		if !b.topicExistsLocked(tn) {
 			return topicNotFound(tn)
 		}
 		return nil
 	}, change)
+	if err == nil {
+		b.reapplyPolicies(func(other TopicName) bool { return other.Base() == base })
+	}
+	return err
 }
 
 // updatePolicies applies change to m[key] once existsLocked (run under the
 // broker lock) finds the namespace or topic. change runs unlocked on a
 // copy; the result is stored only if no other update came in between, else
-// the update starts over.
+// the update starts over. A change that changes nothing stores nothing.
 func (b *Broker) updatePolicies(m map[string]Policies, key string, existsLocked func() error, change func(*Policies)) error {
 	for {
 		b.mu.Lock()
@@ -162,14 +398,18 @@ func (b *Broker) updatePolicies(m map[string]Policies, key string, existsLocked 
 			b.mu.Unlock()
 			return err
 		}
-		p, gen := m[key].clone(), b.policyGen
+		before, gen := m[key].clone(), b.policyGen.Load()
 		b.mu.Unlock()
+		p := before.clone()
 		change(&p)
 		if err := p.validate(); err != nil {
 			return err
 		}
+		if reflect.DeepEqual(p, before) {
+			return nil
+		}
 		b.mu.Lock()
-		if b.policyGen != gen {
+		if b.policyGen.Load() != gen {
 			b.mu.Unlock()
 			continue
 		}
@@ -182,7 +422,7 @@ func (b *Broker) updatePolicies(m map[string]Policies, key string, existsLocked 
 		} else {
 			m[key] = p.clone()
 		}
-		b.policyGen++
+		b.policyGen.Add(1)
 		b.mu.Unlock()
 		return nil
 	}
@@ -202,9 +442,58 @@ func (b *Broker) AppliedPolicies(topic string) (Policies, error) {
 	return b.appliedPolicies(tn), nil
 }
 
+// BrokerPolicies returns the broker-level policies: the defaults that apply
+// where neither a topic nor its namespace sets a policy. Every field is set.
+func (b *Broker) BrokerPolicies() Policies { return b.cfg.policies.clone() }
+
 // appliedPolicies resolves the policies in force for tn.
 func (b *Broker) appliedPolicies(tn TopicName) Policies {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.appliedPoliciesLocked(tn)
+}
+
+func (b *Broker) appliedPoliciesLocked(tn TopicName) Policies {
 	return b.topicPolicies[tn.Base().String()].Or(b.nsPolicies[tn.NamespaceName()]).Or(b.cfg.policies)
+}
+
+// policiesLocked returns the policies in force for the topic, resolved
+// again only when some policy changed since the last call. The caller holds
+// the topic's lock and must not change what it gets.
+func (t *Topic) policiesLocked() *Policies {
+	gen := t.b.policyGen.Load()
+	if t.pol == nil || t.polGen != gen {
+		p := t.b.appliedPolicies(t.name)
+		t.pol, t.polGen = &p, gen
+	}
+	return t.pol
+}
+
+// reapplyPolicies makes the topics that match apply the policies in force
+// now, after a change: limits, rates and quotas take their new values, and
+// each subscription dispatches what they allow.
+func (b *Broker) reapplyPolicies(match func(TopicName) bool) {
+	b.mu.Lock()
+	var ts []*Topic
+	for _, t := range b.topics {
+		if match(t.name) {
+			ts = append(ts, t)
+		}
+	}
+	b.mu.Unlock()
+	for _, t := range ts {
+		t.mu.Lock()
+		t.applyPoliciesLocked()
+		t.mu.Unlock()
+	}
+}
+
+// applyPoliciesLocked brings the topic's subscriptions in line with the
+// policies in force.
+func (t *Topic) applyPoliciesLocked() {
+	p := t.policiesLocked()
+	for _, s := range t.subs {
+		s.applyPoliciesLocked(p)
+		s.dispatchLocked()
+	}
 }

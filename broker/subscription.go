@@ -114,7 +114,6 @@ func (s *Subscription) dispatcherOptions(typ dispatch.SubType) dispatch.Options 
 	o := dispatch.DefaultOptions(typ)
 	o.Topic = s.topic.full
 	o.PartitionIndex = s.topic.name.Partition
-	o.MaxUnackedPerConsumer = s.topic.b.cfg.maxUnackedPerCons
 	o.KeySharedAutoSplitRanges = !s.topic.b.cfg.ksConsistentHash
 	switch d := s.topic.b.cfg.failoverDelay; {
 	case d < 0:
@@ -122,10 +121,32 @@ func (s *Subscription) dispatcherOptions(typ dispatch.SubType) dispatch.Options 
 	case d > 0:
 		o.FailoverDelay = max(d.Milliseconds(), 1)
 	}
-	if o.MaxUnackedPerConsumer == 0 || !s.durable {
-		o.MaxUnackedPerConsumer = -1
-	}
+	o.MaxUnackedPerConsumer, o.MaxUnackedPerSubscription = s.unackedLimits(s.topic.policiesLocked())
 	return o
+}
+
+// unackedLimits returns the dispatcher's unacknowledged-message limits
+// under policies p: the consumer's and the subscription's, -1 for none.
+// Pulsar counts no unacknowledged messages on non-persistent topics, and
+// applies no consumer limit on non-durable subscriptions.
+func (s *Subscription) unackedLimits(p *Policies) (perConsumer, perSubscription int) {
+	perConsumer, perSubscription = *p.MaxUnackedMessagesPerConsumer, *p.MaxUnackedMessagesPerSubscription
+	persistent := s.topic.name.Persistent
+	if perConsumer == 0 || !s.durable || !persistent {
+		perConsumer = -1
+	}
+	if perSubscription == 0 || !persistent {
+		perSubscription = -1
+	}
+	return perConsumer, perSubscription
+}
+
+// applyPoliciesLocked gives the subscription's dispatcher the limits of
+// policies p.
+func (s *Subscription) applyPoliciesLocked(p *Policies) {
+	if s.disp != nil {
+		s.disp.SetMaxUnacked(s.unackedLimits(p))
+	}
 }
 
 // startPosition returns the mark-delete position for a new subscription:

@@ -36,6 +36,11 @@ type Topic struct {
 	// buf is the topic's transaction buffer (txntopic.go), nil until the
 	// topic stores a transactional message or ends a transaction.
 	buf *txn.Buffer
+
+	// pol are the policies in force, resolved when the broker's policies
+	// were at generation polGen (policiesLocked).
+	pol    *Policies
+	polGen uint64
 }
 
 // topicLock is a topic's lock. Events are queued while it is held (emit),
