@@ -119,6 +119,7 @@ func subscriptionDoc(ss broker.SubscriptionStats) subscriptionJSON {
 		MsgThroughputOut: ss.MsgThroughputOut, MsgRateRedeliver: ss.MsgRateRedeliver,
 		MsgOutCounter: ss.MsgOutCounter, BytesOutCounter: ss.BytesOutCounter,
 		ActiveConsumerName: ss.ActiveConsumerName, IsDurable: ss.Durable, Consumers: []consumerJSON{},
+		BlockedSubscriptionOnUnackedMsgs: ss.Blocked,
 	}
 	for _, c := range ss.Consumers {
 		out.Consumers = append(out.Consumers, consumerJSON{

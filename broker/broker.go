@@ -67,11 +67,16 @@ func New(opts ...Option) *Broker {
 	}
 	cfg.policies = cfg.brokerPolicies()
 	b := &Broker{
-		cfg:           cfg,
-		topics:        map[string]*Topic{},
-		partitioned:   map[string]int{},
-		schemas:       map[string][]storedSchema{},
-		nsPolicies:    map[string]Policies{},
+		cfg:         cfg,
+		topics:      map[string]*Topic{},
+		partitioned: map[string]int{},
+		schemas:     map[string][]storedSchema{},
+		// A standalone creates public/default with the broker's backlog
+		// quotas written into it.
+		nsPolicies: map[string]Policies{"public/default": {
+			BacklogQuota:           cfg.policies.clone().BacklogQuota,
+			MessageAgeBacklogQuota: cfg.policies.clone().MessageAgeBacklogQuota,
+		}},
 		topicPolicies: map[string]Policies{},
 		done:          make(chan struct{}),
 		conns:         map[*conn]struct{}{},

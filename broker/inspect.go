@@ -25,7 +25,11 @@ type SubscriptionSnapshot struct {
 	// Backlog counts the entries after MarkDelete not acknowledged.
 	Backlog int64
 	// Replay lists the entries waiting to be delivered again, in order.
-	Replay    []MessageID
+	Replay []MessageID
+	// Blocked is set while the consumers' unacknowledged messages keep a
+	// Shared or Key_Shared subscription from reading new entries
+	// (Policies.MaxUnackedMessagesPerSubscription).
+	Blocked   bool
 	Consumers []ConsumerSnapshot
 }
 
@@ -166,6 +170,7 @@ func (s *Subscription) snapshotLocked() SubscriptionSnapshot {
 		return snap
 	}
 	ds := s.disp.Snapshot()
+	snap.Blocked = ds.SubscriptionBlocked
 	for _, e := range ds.Replay {
 		snap.Replay = append(snap.Replay, t.eventID(e))
 	}

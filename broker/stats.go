@@ -54,6 +54,9 @@ type SubscriptionStats struct {
 	MsgRateRedeliver    float64
 	MsgOutCounter       int64
 	BytesOutCounter     int64
+	// Blocked is set while the subscription reads no new entries for its
+	// unacknowledged messages (blockedSubscriptionOnUnackedMsgs).
+	Blocked bool
 	// ActiveConsumerName names the consumer of an Exclusive or Failover
 	// subscription that receives the messages.
 	ActiveConsumerName string
@@ -168,6 +171,7 @@ func (s *Subscription) statsLocked(now time.Time) SubscriptionStats {
 		return ss
 	}
 	snap := s.disp.Snapshot()
+	ss.Blocked = snap.SubscriptionBlocked
 	byID := map[uint64]int{}
 	for i, c := range snap.Consumers {
 		byID[c.ID] = i
