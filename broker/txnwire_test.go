@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -169,4 +170,113 @@ func publishN(n int) []broker.ProducerMessage {
 		out[i] = broker.ProducerMessage{Payload: []byte{byte('0' + i)}}
 	}
 	return out
+}
+
+// A transactional ack does not ask the coordinator: an ack in a transaction
+// that has already ended is held like any other, until the next end on the
+// subscription brings a low water mark past it and aborts it there. Pulsar
+// 4.0.8 answered this very sequence the same way.
+func TestAnAckInAnEndedTransactionIsHeldUntilTheLowWaterMark(t *testing.T) {
+	b := testkit.Start(t, testkit.WithTransactions())
+	b.Publish("t", publishN(2)...)
+	c := dialRaw(t, addrOf(b))
+	c.connect()
+	c.tcConnect(0)
+	c.subscribeRaw("t", "s", pb.CommandSubscribe_Shared)
+	var queued []string // MESSAGE frames read while waiting for a response
+	readCmd := func() *pb.BaseCommand {
+		for {
+			r := c.read()
+			if r.Message == nil {
+				return r
+			}
+			queued = append(queued, fmt.Sprintf("%d/%d", r.Message.MessageId.GetEntryId(), r.Message.GetRedeliveryCount()))
+		}
+	}
+	msgs := func(n int) []string {
+		for len(queued) < n {
+			if r := c.read(); r.Message != nil {
+				queued = append(queued, fmt.Sprintf("%d/%d", r.Message.MessageId.GetEntryId(), r.Message.GetRedeliveryCount()))
+			}
+		}
+		got := queued[:n]
+		queued = queued[n:]
+		return got
+	}
+	msgs(2)
+	addSub := func(least uint64) {
+		c.send(protocol.Base(pb.BaseCommand_ADD_SUBSCRIPTION_TO_TXN, &pb.CommandAddSubscriptionToTxn{RequestId: nextReq(),
+			TxnidMostBits: proto.Uint64(0), TxnidLeastBits: proto.Uint64(least),
+			Subscription: []*pb.Subscription{{Topic: proto.String("persistent://public/default/t"), Subscription: proto.String("s")}}}))
+		if r := readCmd(); r.AddSubscriptionToTxnResponse == nil || r.AddSubscriptionToTxnResponse.Error != nil {
+			t.Fatalf("ADD_SUBSCRIPTION_TO_TXN: %v", r)
+		}
+	}
+	ack := func(least, entry uint64) {
+		c.send(protocol.Base(pb.BaseCommand_ACK, &pb.CommandAck{ConsumerId: proto.Uint64(1),
+			AckType: pb.CommandAck_Individual.Enum(), RequestId: nextReq(),
+			MessageId:     []*pb.MessageIdData{{LedgerId: proto.Uint64(1), EntryId: proto.Uint64(entry)}},
+			TxnidMostBits: proto.Uint64(0), TxnidLeastBits: proto.Uint64(least)}))
+		for {
+			if r := readCmd(); r.AckResponse != nil {
+				if r.AckResponse.Error != nil {
+					t.Fatalf("ack of %d in (0,%d): %v", entry, least, r.AckResponse)
+				}
+				return
+			}
+		}
+	}
+	end := func(least uint64) {
+		c.endTxn(least, pb.TxnAction_COMMIT.Enum())
+		for {
+			if r := readCmd(); r.EndTxnResponse != nil {
+				return
+			}
+		}
+	}
+	a := c.newTxn(0, 60_000).GetTxnidLeastBits()
+	addSub(a)
+	end(a)
+	ack(a, 0) // accepted: the transaction has ended, but the subscription cannot tell
+	c.send(protocol.Base(pb.BaseCommand_REDELIVER_UNACKNOWLEDGED_MESSAGES, &pb.CommandRedeliverUnacknowledgedMessages{
+		ConsumerId: proto.Uint64(1)}))
+	if got := msgs(1); fmt.Sprint(got) != "[1/1]" {
+		t.Fatalf("after redeliver-all: %v, want only entry 1 (entry 0 is held)", got)
+	}
+	next := c.newTxn(0, 60_000).GetTxnidLeastBits()
+	addSub(next)
+	ack(next, 1)
+	end(next)
+	if got := msgs(1); fmt.Sprint(got) != "[0/1]" {
+		t.Fatalf("after the next commit: %v, want entry 0 back with count 1", got)
+	}
+}
+
+// Only the role that opened a transaction, or a super-user, may use it;
+// anyone else is told it does not exist.
+func TestAnotherRolesTransactionIsNotFound(t *testing.T) {
+	b := testkit.Start(t, testkit.WithTransactions(), testkit.WithTokenAuth(), testkit.WithAuthorization("admin"))
+	dial := func(role string) *rawClient {
+		c := dialRaw(t, addrOf(b))
+		c.send(protocol.Base(pb.BaseCommand_CONNECT, &pb.CommandConnect{ClientVersion: proto.String("raw-test"),
+			ProtocolVersion: proto.Int32(20), AuthMethodName: proto.String("token"), AuthData: []byte(b.Token(role))}))
+		if r := c.read(); r.Connected == nil {
+			t.Fatalf("%s: handshake: %v", role, r)
+		}
+		c.tcConnect(0)
+		return c
+	}
+	alice, bob, admin := dial("alice"), dial("bob"), dial("admin")
+	id := alice.newTxn(0, 60_000).GetTxnidLeastBits()
+	resp := bob.addPartition(id, "persistent://public/default/t")
+	want := fmt.Sprintf("Client (bob) is neither the owner of the transaction (0,%d) nor a super user", id)
+	if resp.GetError() != pb.ServerError_TransactionNotFound || resp.GetMessage() != want {
+		t.Fatalf("bob: %v", resp)
+	}
+	if resp := admin.addPartition(id, "persistent://public/default/t"); resp.Error != nil {
+		t.Fatalf("a super-user: %v", resp)
+	}
+	if resp := alice.addPartition(id, "persistent://public/default/t"); resp.Error != nil {
+		t.Fatalf("the owner: %v", resp)
+	}
 }
