@@ -8,9 +8,10 @@ import (
 
 // The broker's timers run on its clock (WithClock), as Pulsar's run on its
 // own: the message-TTL check every expiry interval (5 minutes, the first one
-// an interval after the broker started serving), and each subscription's
+// an interval after the broker started serving), each subscription's
 // dispatcher timer, the end of a Failover switch delay or the release of
-// delayed messages (dispatch.Dispatcher.NextTimer). One goroutine sleeps
+// delayed messages (dispatch.Dispatcher.NextTimer), and the transactions'
+// timeouts (txn.go). One goroutine sleeps
 // until the earliest of them; RunTimers runs, in time order, whatever the
 // clock has reached, which is how moving a clock (testkit's Advance) makes
 // time pass for the broker. A clock that never moves by itself (ManualClock)

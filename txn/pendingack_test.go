@@ -78,11 +78,17 @@ func TestACumulativeAckShadowsIndividualOnesAsInPulsar(t *testing.T) {
 	if err := p.AckIndividual(b, []Ack{{Entry: 3}}, cur); err != nil {
 		t.Fatal(err)
 	}
+	if out := p.Commit(b); len(out.Acknowledge) != 0 || out.Cumulative != nil {
+		t.Fatalf("commit of b while a holds a cumulative ack: %+v (Pulsar commits nothing of b)", out)
+	}
+	if _, held := p.Held(3); !held {
+		t.Fatal("b's ack was dropped")
+	}
 	if out := p.Abort(a); len(out.Redeliver) != 0 || out.Ended {
 		t.Fatalf("abort a gives nothing back: %+v", out)
 	}
 	if out := p.Commit(b); !slices.Equal(entriesOf(out.Acknowledge), []int64{3}) {
-		t.Fatalf("commit b: %+v", out)
+		t.Fatalf("commit b again, a's cumulative ack gone: %+v", out)
 	}
 	cur.md = 1
 	err = p.AckCumulative(ID{0, 11}, Position{Entry: 1}, cur)
