@@ -142,7 +142,7 @@ func (d *Dispatcher) sameOrLowerLevel(rr int) int {
 // the replay queue when it holds any unacknowledged entry (those are taken
 // out of it), else from the read position on. A normal read may include
 // delayed entries: they are held when their consumer's turn comes.
-func (d *Dispatcher) readShared(log Log) (batch []int64, fromReplay bool) {
+func (d *Dispatcher) readShared(log Log) (batch []int64) {
 	n := min(max(d.totalPermits(), d.firstAvailablePermits()), d.opts.MaxReadBatch)
 	n = max(n, 1)
 	batch = d.readBuf[:0]
@@ -159,7 +159,7 @@ func (d *Dispatcher) readShared(log Log) (batch []int64, fromReplay bool) {
 		}
 	}
 	if len(batch) > 0 || d.subBlocked {
-		return batch, true
+		return batch
 	}
 	end := log.End()
 	for len(batch) < n {
@@ -170,7 +170,7 @@ func (d *Dispatcher) readShared(log Log) (batch []int64, fromReplay bool) {
 		d.cur.SetReadPosition(e + 1)
 		batch = append(batch, e)
 	}
-	return batch, false
+	return batch
 }
 
 // dispatchShared reads and hands out entries, as Pulsar's Shared dispatcher
@@ -178,7 +178,7 @@ func (d *Dispatcher) readShared(log Log) (batch []int64, fromReplay bool) {
 func (d *Dispatcher) dispatchShared(log Log) []Delivery {
 	var out []Delivery
 	for d.firstAvailablePermits() > 0 {
-		batch, _ := d.readShared(log)
+		batch := d.readShared(log)
 		if len(batch) == 0 {
 			break
 		}
