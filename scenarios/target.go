@@ -53,7 +53,8 @@ func NewTarget(tb testing.TB) *Target {
 func SimTarget(tb testing.TB, opts ...testkit.Option) *Target {
 	tb.Helper()
 	t := &Target{tb: tb, run: newRunID()}
-	t.Sim = testkit.Start(tb, opts...)
+	// Every scenario ends with the settlement invariants checked.
+	t.Sim = testkit.Start(tb, append([]testkit.Option{testkit.WithInvariants()}, opts...)...)
 	t.URL = t.Sim.URL()
 	return t
 }

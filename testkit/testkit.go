@@ -40,8 +40,9 @@ type Option func(*settings)
 
 // settings collects the Options given to Start.
 type settings struct {
-	broker []broker.Option
-	sec    securitySettings
+	broker     []broker.Option
+	sec        securitySettings
+	invariants bool // WithInvariants
 }
 
 // WithBroker passes options to the broker itself, such as
@@ -88,6 +89,11 @@ func Start(tb testing.TB, opts ...Option) *Broker {
 		}
 	}
 	tb.Cleanup(func() {
+		if set.invariants {
+			if err := tk.CheckInvariants(); err != nil {
+				tb.Errorf("pulsarsim: %v", err)
+			}
+		}
 		if tb.Failed() {
 			tk.reportFailure()
 		}

@@ -434,12 +434,12 @@ func run(t *testing.T, c *client, argv []string, sc *scenario) {
 	var b *testkit.Broker
 	switch {
 	case sc.secure:
-		b = testkit.Start(t, testkit.WithTLS(), testkit.WithTokenAuth(), testkit.WithAuthorization("admin"))
+		b = testkit.Start(t, testkit.WithInvariants(), testkit.WithTLS(), testkit.WithTokenAuth(), testkit.WithAuthorization("admin"))
 		b.GrantNamespace("public/default", driverRole, "produce", "consume")
 	case sc.txn:
-		b = testkit.Start(t, testkit.WithTransactions())
+		b = testkit.Start(t, testkit.WithInvariants(), testkit.WithTransactions())
 	default:
-		b = testkit.Start(t)
+		b = testkit.Start(t, testkit.WithInvariants())
 	}
 	var mu sync.Mutex
 	var events []broker.Event
