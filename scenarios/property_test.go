@@ -22,7 +22,7 @@ type settlementCase struct {
 	Consumers     int
 	Messages      int
 	MaxDeliveries uint32
-	Script        map[int][]testkit.Outcome
+	Script        testkit.ScriptTable
 }
 
 func genCase(t *rapid.T) settlementCase {
@@ -31,16 +31,10 @@ func genCase(t *rapid.T) settlementCase {
 		Consumers:     rapid.IntRange(1, 3).Draw(t, "consumers"),
 		Messages:      rapid.IntRange(1, 20).Draw(t, "messages"),
 		MaxDeliveries: uint32(rapid.IntRange(1, 4).Draw(t, "maxDeliveries")),
-		Script:        map[int][]testkit.Outcome{},
+		Script:        testkit.Scripts().Draw(t, "script"),
 	}
 	if c.Type == pulsar.Exclusive {
 		c.Consumers = 1
-	}
-	outcome := rapid.SampledFrom([]testkit.Outcome{testkit.Ack, testkit.Nack, testkit.NoAnswer, testkit.Crash})
-	for i := range c.Messages {
-		if s := rapid.SliceOfN(outcome, 0, 4).Draw(t, "script-"+strconv.Itoa(i)); len(s) > 0 {
-			c.Script[i] = s
-		}
 	}
 	return c
 }
@@ -58,14 +52,10 @@ func TestSettlementRulesHoldForAnyScript(t *testing.T) {
 
 func runSettlementCase(t *testing.T, rt *rapid.T, c settlementCase) {
 	// Each case gets its own broker (or topics) and clients; they are closed
-	// at the end of the case, not of the whole test.
-	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
-	tb := &caseTB{T: t, rt: rt, cleanups: &cleanups}
+	// at the end of the case, not of the whole test. The broker checks the
+	// settlement invariants then (scenarios.SimTarget).
+	tb, done := testkit.CaseTB(t, rt)
+	defer done()
 	tg := scenarios.NewTarget(tb)
 	topic, dlq := tg.Topic("prop"), tg.Topic("prop-dlq")
 	counted := c.Type == pulsar.Shared || c.Type == pulsar.KeyShared
@@ -86,14 +76,8 @@ func runSettlementCase(t *testing.T, rt *rapid.T, c settlementCase) {
 		// which the race detector reports. For the counts both are the same:
 		// neither close nor disconnect counts as a redelivery. The dropped
 		// connection itself is covered by the poison-message scenario.
-		Crash: func(string) {},
-		Script: func(m pulsar.Message, attempt int) testkit.Outcome {
-			i, _ := strconv.Atoi(m.Properties()["i"])
-			if s := c.Script[i]; attempt < len(s) {
-				return s[attempt]
-			}
-			return testkit.Ack
-		},
+		Crash:  func(string) {},
+		Script: c.Script.Script(),
 	})
 	tg.Produce(topic, c.Messages, nil)
 
@@ -224,18 +208,3 @@ func (tr *topicReader) poll() []pulsar.Message {
 	}
 	return tr.seen
 }
-
-// caseTB is the testing.TB of one rapid case: failures go to rapid (so it
-// shrinks them) and cleanups run at the end of the case.
-type caseTB struct {
-	*testing.T
-	rt       *rapid.T
-	cleanups *[]func()
-}
-
-func (c *caseTB) Cleanup(f func())             { *c.cleanups = append(*c.cleanups, f) }
-func (c *caseTB) Fatal(args ...any)            { c.rt.Fatal(args...) }
-func (c *caseTB) Fatalf(f string, args ...any) { c.rt.Fatalf(f, args...) }
-func (c *caseTB) Errorf(f string, args ...any) { c.rt.Errorf(f, args...) }
-func (c *caseTB) Error(args ...any)            { c.rt.Error(args...) }
-func (c *caseTB) Skipf(f string, args ...any)  { c.rt.Skipf(f, args...) }

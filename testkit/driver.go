@@ -75,6 +75,21 @@ type DriverOptions struct {
 	// that holds messages it never answered once no delivery arrived for
 	// this long: those messages go back to the subscription.
 	ReleaseIdle time.Duration
+	// Handler, when set, is the code under test and takes Script's place:
+	// the driver hands it each message with its consumer, and reads what it
+	// did from that consumer: an Ack that returned no error, a Nack, or
+	// neither (no answer). A panic in Handler crashes its consumer, as it
+	// would the process (Flaky panics so on purpose); any other panic than
+	// Flaky's also fails the test.
+	Handler Handler
+	// Faults strike as the deliveries reach the handlers (see
+	// ScheduledFault). The driver applies CrashConsumer itself and hands the
+	// other kinds to Inject.
+	Faults FaultSchedule
+	// Inject applies a scheduled fault (not CrashConsumer) that struck
+	// before a delivery to the named consumer. Broker.Drive sets it; without
+	// it those faults are skipped.
+	Inject func(f ScheduledFault, consumer string)
 }
 
 // Delivery is one message a driver's handler saw, and what it did.
@@ -103,7 +118,9 @@ type Driver struct {
 
 	mu         sync.Mutex
 	deliveries []Delivery
+	lastOf     map[string]int // message key -> index of its last delivery
 	attempts   map[string]int
+	count      int // deliveries so far, for the fault schedule
 	last       time.Time
 	restarts   int
 	slots      []*incarnation
@@ -126,7 +143,9 @@ type incarnation struct {
 	stop   chan struct{}
 	halted sync.Once
 	done   chan struct{}
-	held   int
+	held   int             // deliveries left unanswered, under the driver's lock
+	rec    pulsar.Consumer // what Handler gets: the consumer, recording its answers
+	call   *handlerCall    // the delivery Handler is handling, under the driver's lock
 }
 
 // halt tells the incarnation's reader to stop; it may be called many times.
@@ -152,11 +171,11 @@ func Drive(tb testing.TB, o DriverOptions) *Driver {
 	}
 	o.Consumer.AckWithResponse = true
 	d := &Driver{
-		tb: tb, opts: o, attempts: map[string]int{}, last: time.Now(),
+		tb: tb, opts: o, attempts: map[string]int{}, lastOf: map[string]int{}, last: time.Now(),
 		changed: make(chan struct{}, 1), crashes: make(chan *incarnation, o.Consumers), stop: make(chan struct{}),
 	}
 	for i := 0; i < o.Consumers; i++ {
-		inc, err := d.start(i)
+		inc, err := d.startRetrying(i)
 		if err != nil {
 			d.Close()
 			tb.Fatalf("pulsarsim driver: start consumer %d: %v", i, err)
@@ -169,16 +188,12 @@ func Drive(tb testing.TB, o DriverOptions) *Driver {
 	return d
 }
 
-// Drive starts a settlement driver against this broker; a Crash outcome
-// drops the consumer's connection at the broker.
+// Drive starts a settlement driver against this broker. A Crash outcome
+// drops the consumer's connection at the broker (unless o.Crash says
+// otherwise), and o.Faults strike o.Consumer's topic and subscription.
 func (b *Broker) Drive(o DriverOptions) *Driver {
 	b.tb.Helper()
-	o.URL = b.URL()
-	if o.Crash == nil {
-		topic, sub := o.Consumer.Topic, o.Consumer.SubscriptionName
-		o.Crash = func(name string) { b.DropConsumerConnection(topic, sub, name) }
-	}
-	return Drive(b.tb, o)
+	return b.driveOn(b.tb, o)
 }
 
 func (d *Driver) start(slot int) (*incarnation, error) {
@@ -195,8 +210,32 @@ func (d *Driver) start(slot int) (*incarnation, error) {
 	}
 	inc := &incarnation{slot: slot, name: co.Name, client: client, cons: cons,
 		stop: make(chan struct{}), done: make(chan struct{})}
+	inc.rec = &recordingConsumer{Consumer: cons, d: d, inc: inc}
 	go d.read(inc)
 	return inc, nil
+}
+
+// startRetries and startBackoff bound how a driver starts a consumer again
+// when the broker refuses it (a scheduled SUBSCRIBE failure, say), as a
+// process supervisor would.
+const (
+	startRetries = 20
+	startBackoff = 50 * time.Millisecond
+)
+
+// startRetrying starts the consumer of a slot, trying again while the
+// subscribe fails, until the driver stops.
+func (d *Driver) startRetrying(slot int) (*incarnation, error) {
+	inc, err := d.start(slot)
+	for try := 1; err != nil && try < startRetries; try++ {
+		select {
+		case <-d.stop:
+			return nil, err
+		case <-time.After(startBackoff):
+		}
+		inc, err = d.start(slot)
+	}
+	return inc, err
 }
 
 func (d *Driver) read(inc *incarnation) {
@@ -216,31 +255,30 @@ func (d *Driver) read(inc *incarnation) {
 	}
 }
 
-// handle applies the script to one delivery. It returns false when the
-// consumer crashed and must read no more.
+// handle applies the script (or runs the handler) for one delivery, after
+// the faults scheduled before it. It returns false when the consumer
+// crashed and must read no more.
 func (d *Driver) handle(inc *incarnation, m pulsar.Message) bool {
 	key := MessageKey(m.ID())
 	d.mu.Lock()
 	attempt := d.attempts[key]
 	d.attempts[key]++
+	faults := d.opts.Faults.at(d.count)
+	d.count++
 	d.last = time.Now()
 	d.mu.Unlock()
-	outcome := d.opts.Script(m, attempt)
+	outcome, acked := d.decide(inc, m, attempt, d.strike(inc, faults))
 	del := Delivery{
 		Consumer: inc.name, ID: key, Key: m.Key(), Payload: m.Payload(), Properties: maps.Clone(m.Properties()),
-		RedeliveryCount: m.RedeliveryCount(), Attempt: attempt, Outcome: outcome,
-	}
-	switch outcome {
-	case Ack:
-		del.Acked = inc.cons.Ack(m) == nil
-	case Nack:
-		inc.cons.Nack(m)
-	case NoAnswer:
-		inc.held++
+		RedeliveryCount: m.RedeliveryCount(), Attempt: attempt, Outcome: outcome, Acked: acked,
 	}
 	d.mu.Lock()
+	if outcome == NoAnswer || (outcome == Ack && !acked) {
+		inc.held++
+	}
 	del.Restarts = d.restarts
 	d.deliveries = append(d.deliveries, del)
+	d.lastOf[key] = len(d.deliveries) - 1
 	d.mu.Unlock()
 	d.notify()
 	if outcome == Crash {
@@ -248,6 +286,38 @@ func (d *Driver) handle(inc *incarnation, m pulsar.Message) bool {
 		return false
 	}
 	return true
+}
+
+// strike applies the faults scheduled before a delivery to inc, and
+// reports whether one of them crashes inc.
+func (d *Driver) strike(inc *incarnation, faults []ScheduledFault) (crash bool) {
+	for _, f := range faults {
+		switch {
+		case f.Kind == CrashConsumer:
+			crash = true
+		case d.opts.Inject != nil:
+			d.opts.Inject(f, inc.name)
+		}
+	}
+	return crash
+}
+
+// decide returns what becomes of a delivery, and whether it was acked.
+func (d *Driver) decide(inc *incarnation, m pulsar.Message, attempt int, crash bool) (Outcome, bool) {
+	switch {
+	case crash:
+		return Crash, false
+	case d.opts.Handler != nil:
+		return d.runHandler(inc, m)
+	}
+	outcome := d.opts.Script(m, attempt)
+	switch outcome {
+	case Ack:
+		return Ack, inc.cons.Ack(m) == nil
+	case Nack:
+		inc.cons.Nack(m)
+	}
+	return outcome, false
 }
 
 func (d *Driver) notify() {
@@ -309,7 +379,7 @@ func (d *Driver) replace(inc *incarnation) {
 	// after the close, to any consumer, sees it.
 	d.restarts++
 	d.mu.Unlock()
-	next, err := d.start(inc.slot)
+	next, err := d.startRetrying(inc.slot)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {

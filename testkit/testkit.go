@@ -1,10 +1,18 @@
 // Package testkit is pulsarsim's API for tests: start a broker bound to a
 // test, point real clients at it, and inspect what the broker saw.
+//
+// Broker.CheckInvariants checks the broker's settlement invariants at any
+// point (WithInvariants at the test's end). Property checks of a consumer's
+// handler use the rapid generators HandlerCases, Scripts and
+// FaultSchedules with Broker.CheckHandler; TestWorkerLosesNoMessage in
+// example_property_test.go is the complete example, a property check of a
+// handler in a dozen lines, and runs with the package's tests.
 package testkit
 
 import (
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -32,6 +40,8 @@ type Broker struct {
 
 	adminMu  sync.Mutex
 	adminURL string // the admin API's URL once AdminURL started it
+
+	cases atomic.Int64 // CheckHandler runs, for their topic names
 }
 
 // Option configures what Start starts: the broker's own options

@@ -1,0 +1,165 @@
+package testkit_test
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"pgregory.net/rapid"
+
+	"github.com/pulsarsim/pulsarsim/broker"
+	"github.com/pulsarsim/pulsarsim/testkit"
+)
+
+func TestGeneratorsDrawEveryOutcomeAndFaultKind(t *testing.T) {
+	outcomes, kinds, types := map[testkit.Outcome]bool{}, map[testkit.FaultKind]bool{}, map[pulsar.SubscriptionType]bool{}
+	dlqCuts := 0
+	for i := range 300 {
+		for _, row := range testkit.Scripts().Example(i) {
+			for _, o := range row {
+				outcomes[o] = true
+			}
+		}
+		for _, f := range testkit.FaultSchedules().Example(i) {
+			kinds[f.Kind] = true
+		}
+		c := testkit.HandlerCases().Example(i)
+		types[c.Type] = true
+		for _, f := range c.Faults {
+			if c.MaxDeliveries > 0 && (f.Kind == testkit.CutConnection || f.Kind == testkit.DropConnections || f.Kind == testkit.FailCommand) {
+				dlqCuts++
+			}
+		}
+	}
+	if len(outcomes) != 4 || len(kinds) != 6 || len(types) != 4 {
+		t.Errorf("300 draws gave outcomes %v, fault kinds %v, types %v", outcomes, kinds, types)
+	}
+	if dlqCuts > 0 {
+		t.Errorf("%d cases with a dead-letter policy cut connections or fail commands", dlqCuts)
+	}
+}
+
+func TestScriptTableAcksPastItsRowsAndFlakyFollowsIt(t *testing.T) {
+	s := testkit.ScriptTable{{testkit.Nack, testkit.NoAnswer}, nil, {testkit.Crash}}
+	for _, c := range []struct {
+		i, attempt int
+		want       testkit.Outcome
+	}{{0, 0, testkit.Nack}, {0, 1, testkit.NoAnswer}, {0, 2, testkit.Ack}, {1, 0, testkit.Ack}, {2, 0, testkit.Crash}, {9, 0, testkit.Ack}, {-1, 0, testkit.Ack}} {
+		if got := s.Outcome(c.i, c.attempt); got != c.want {
+			t.Errorf("Outcome(%d, %d) = %v, want %v", c.i, c.attempt, got, c.want)
+		}
+	}
+	if got := fmt.Sprintf("%#v", s); !strings.Contains(got, "testkit.Nack, testkit.NoAnswer") {
+		t.Errorf("a table prints as %s", got)
+	}
+}
+
+// failingTB records a case's failure and ends the goroutine that runs it,
+// as a test's Fatalf does.
+type failingTB struct {
+	rapid.TB
+	mu     sync.Mutex
+	failed []string
+}
+
+func (f *failingTB) Helper() {}
+func (f *failingTB) Fatalf(format string, args ...any) {
+	f.mu.Lock()
+	f.failed = append(f.failed, fmt.Sprintf(format, args...))
+	f.mu.Unlock()
+	runtime.Goexit()
+}
+func (f *failingTB) Errorf(format string, args ...any) {
+	f.mu.Lock()
+	f.failed = append(f.failed, fmt.Sprintf(format, args...))
+	f.mu.Unlock()
+}
+func (f *failingTB) Failed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.failed) > 0
+}
+
+// checkHandlerFails runs CheckHandler and returns what it failed with.
+func checkHandlerFails(t *testing.T, b *testkit.Broker, c testkit.HandlerCase, h testkit.Handler) []string {
+	ft := &failingTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.CheckHandler(ft, c, h)
+	}()
+	<-done
+	return ft.failed
+}
+
+// TestCheckHandlerFindsAMessageACumulativeAckLost runs a Failover handler
+// that acks cumulatively after each message it saved: when the store fails
+// on a message and the next one succeeds, the failed one is acked with it
+// without ever being saved, and CheckHandler reports it lost.
+func TestCheckHandlerFindsAMessageACumulativeAckLost(t *testing.T) {
+	b := testkit.Start(t)
+	c := testkit.HandlerCase{Type: pulsar.Failover, Consumers: 1, Messages: 4,
+		Script: testkit.ScriptTable{nil, {testkit.Nack, testkit.Nack}}}
+	store := c.Script.Flaky()
+	failed := checkHandlerFails(t, b, c, func(cons pulsar.Consumer, m pulsar.Message) {
+		if store.Do(m) == nil {
+			cons.AckCumulative(m)
+		}
+	})
+	if len(failed) != 1 || !strings.Contains(failed[0], "message 1 lost") {
+		t.Fatalf("CheckHandler failed with %q, want message 1 lost", failed)
+	}
+}
+
+// TestCheckHandlerAcceptsACorrectHandlerUnderEveryFault runs a correct
+// handler through one fault of each kind and checks that each struck: the
+// crashed, cut and closed consumers show in the broker's events, and the
+// handler saw the injected ack failure.
+func TestCheckHandlerAcceptsACorrectHandlerUnderEveryFault(t *testing.T) {
+	b := testkit.Start(t)
+	c := testkit.HandlerCase{Type: pulsar.Shared, Consumers: 2, Messages: 12, Faults: testkit.FaultSchedule{
+		{After: 1, Kind: testkit.CrashConsumer},
+		{After: 3, Kind: testkit.CutConnection},
+		{After: 5, Kind: testkit.CloseConsumer},
+		{After: 7, Kind: testkit.FailCommand, Command: "ACK", Count: 1, Error: broker.ServerErrorServiceNotReady},
+		{After: 9, Kind: testkit.DelayCommand, Command: "FLOW", Count: 1, Delay: 10 * time.Millisecond},
+		{After: 11, Kind: testkit.DropConnections},
+	}}
+	var mu sync.Mutex
+	var ackErrs []error
+	run := b.CheckHandler(t, c, func(cons pulsar.Consumer, m pulsar.Message) {
+		if err := cons.Ack(m); err != nil {
+			mu.Lock()
+			ackErrs = append(ackErrs, err)
+			mu.Unlock()
+		}
+	})
+	reasons := map[string]int{}
+	for _, e := range b.Events() {
+		if e.Kind == broker.EventConsumerClosed && e.Topic == run.Topic {
+			reasons[e.Reason]++
+		}
+	}
+	crashed := 0
+	for _, d := range run.Deliveries {
+		if d.Outcome == testkit.Crash {
+			crashed++
+		}
+	}
+	if crashed != 1 || reasons["broker"] < 1 || reasons["disconnect"] < 3 {
+		t.Errorf("%d crashes, consumers closed by reason %v: a fault did not strike", crashed, reasons)
+	}
+	injected := 0
+	for _, err := range ackErrs {
+		if strings.Contains(err.Error(), "injected ServiceNotReady for ACK") {
+			injected++
+		}
+	}
+	if injected != 1 {
+		t.Errorf("the handler's acks failed with %v, want the injected ServiceNotReady once (and the errors of acks on cut connections)", ackErrs)
+	}
+}
