@@ -213,3 +213,48 @@ func TestReaderKeepsItsSubscriptionThroughASeek(t *testing.T) {
 		t.Fatalf("after the seek: %v %v", m, err)
 	}
 }
+
+// TestRefusedExclusiveSubscribeWhileAcksFlowIsRaceFree refuses a second
+// Exclusive consumer over and over while the first one acks: the refusal's
+// message is read from the dispatcher, which must happen under the topic's
+// lock (the race detector caught it outside, in a property check).
+func TestRefusedExclusiveSubscribeWhileAcksFlowIsRaceFree(t *testing.T) {
+	b := testkit.Start(t)
+	client := b.Client()
+	a := subscribe(t, client, pulsar.ConsumerOptions{Topic: "busy", SubscriptionName: "s", Type: pulsar.Exclusive})
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "busy", DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() { // the first consumer acks all along
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p.SendAsync(t.Context(), &pulsar.ProducerMessage{Payload: []byte("m")}, nil)
+			select {
+			case cm := <-a.Chan():
+				a.Ack(cm.Message)
+			case <-stop:
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	other := b.Client() // a connection of its own, read by another broker goroutine
+	for range 100 {
+		_, err := other.Subscribe(pulsar.ConsumerOptions{Topic: "busy", SubscriptionName: "s", Type: pulsar.Exclusive,
+			MaxReconnectToBroker: new(uint(0))})
+		if err == nil || !strings.Contains(err.Error(), "Exclusive consumer is already connected") {
+			t.Fatalf("second Exclusive consumer: %v, want ConsumerBusy", err)
+		}
+	}
+	if s := b.Sub("busy", "s"); s.MarkDelete.Entry < 0 {
+		t.Fatalf("the first consumer acked nothing meanwhile: %+v", s)
+	}
+}
