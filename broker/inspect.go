@@ -3,6 +3,7 @@ package broker
 import (
 	"math/bits"
 	"sort"
+	"time"
 )
 
 // SubscriptionSnapshot is a plain-value copy of one subscription's state,
@@ -31,6 +32,10 @@ type SubscriptionSnapshot struct {
 	// (Policies.MaxUnackedMessagesPerSubscription).
 	Blocked   bool
 	Consumers []ConsumerSnapshot
+	// SwitchingUntil is, while a Failover subscription waits out the switch
+	// delay after its active consumer changed, when the delay ends by the
+	// broker clock; zero otherwise.
+	SwitchingUntil time.Time
 }
 
 // ConsumerSnapshot is one consumer of a SubscriptionSnapshot.
@@ -171,6 +176,9 @@ func (s *Subscription) snapshotLocked() SubscriptionSnapshot {
 	}
 	ds := s.disp.Snapshot()
 	snap.Blocked = ds.SubscriptionBlocked
+	if ds.Switching {
+		snap.SwitchingUntil = time.UnixMilli(ds.SwitchAt)
+	}
 	for _, e := range ds.Replay {
 		snap.Replay = append(snap.Replay, t.eventID(e))
 	}

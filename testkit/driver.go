@@ -18,8 +18,9 @@ type Outcome int
 // The outcomes a Script can choose.
 const (
 	// Ack acknowledges the message, synchronously: the driver's consumers use
-	// AckWithResponse, so an ack that returned without error reached the
-	// broker and cannot be lost in the client's ack-grouping buffer.
+	// AckWithResponse (unless DriverOptions.AsyncAcks), so an ack that
+	// returned without error reached the broker and cannot be lost in the
+	// client's ack-grouping buffer.
 	Ack Outcome = iota
 	// Nack negatively acknowledges the message: the client asks for
 	// redelivery after its NackRedeliveryDelay.
@@ -58,9 +59,16 @@ type DriverOptions struct {
 	// URL is the broker's service URL; Broker.Drive sets it.
 	URL string
 	// Consumer holds the options of every consumer. Each consumer is named
-	// Consumer.Name (or "driver") plus "-0", "-1"…; AckWithResponse is
-	// always on.
+	// Consumer.Name (or "driver") plus "-0", "-1"…; AckWithResponse is on
+	// unless AsyncAcks is set.
 	Consumer pulsar.ConsumerOptions
+	// AsyncAcks sends each ack at once without waiting for the broker's
+	// answer (AckWithResponse off, no ack grouping): Delivery.Acked then
+	// says that the client took the ack. An ack the broker never answers
+	// (Pulsar does not answer one for a consumer it just closed) then costs
+	// nothing, where a confirmed ack waits for the client's operation
+	// timeout, holding back the consumer's reconnection.
+	AsyncAcks bool
 	// Consumers is how many consumers run, each on its own client like a
 	// separate process. Default 1.
 	Consumers int
@@ -86,10 +94,13 @@ type DriverOptions struct {
 	// ScheduledFault). The driver applies CrashConsumer itself and hands the
 	// other kinds to Inject.
 	Faults FaultSchedule
-	// Inject applies a scheduled fault (not CrashConsumer) that struck
-	// before a delivery to the named consumer. Broker.Drive sets it; without
-	// it those faults are skipped.
+	// Inject applies a scheduled fault (not CrashConsumer) at a delivery to
+	// the named consumer, once its handler is done with it. Broker.Drive
+	// sets it; without it those faults are skipped.
 	Inject func(f ScheduledFault, consumer string)
+	// Client, when set, adjusts the options of each consumer's client (URL
+	// and a silent Logger are preset).
+	Client func(*pulsar.ClientOptions)
 }
 
 // Delivery is one message a driver's handler saw, and what it did.
@@ -169,7 +180,10 @@ func Drive(tb testing.TB, o DriverOptions) *Driver {
 	if o.Consumer.Name == "" {
 		o.Consumer.Name = "driver"
 	}
-	o.Consumer.AckWithResponse = true
+	o.Consumer.AckWithResponse = !o.AsyncAcks
+	if o.AsyncAcks && o.Consumer.AckGroupingOptions == nil {
+		o.Consumer.AckGroupingOptions = &pulsar.AckGroupingOptions{MaxSize: 1}
+	}
 	d := &Driver{
 		tb: tb, opts: o, attempts: map[string]int{}, lastOf: map[string]int{}, last: time.Now(),
 		changed: make(chan struct{}, 1), crashes: make(chan *incarnation, o.Consumers), stop: make(chan struct{}),
@@ -197,7 +211,11 @@ func (b *Broker) Drive(o DriverOptions) *Driver {
 }
 
 func (d *Driver) start(slot int) (*incarnation, error) {
-	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: d.opts.URL, Logger: log.DefaultNopLogger()})
+	clo := pulsar.ClientOptions{URL: d.opts.URL, Logger: log.DefaultNopLogger()}
+	if d.opts.Client != nil {
+		d.opts.Client(&clo)
+	}
+	client, err := pulsar.NewClient(clo)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +285,8 @@ func (d *Driver) handle(inc *incarnation, m pulsar.Message) bool {
 	d.count++
 	d.last = time.Now()
 	d.mu.Unlock()
-	outcome, acked := d.decide(inc, m, attempt, d.strike(inc, faults))
+	outcome, acked := d.decide(inc, m, attempt, crashes(faults))
+	d.strike(inc, faults)
 	del := Delivery{
 		Consumer: inc.name, ID: key, Key: m.Key(), Payload: m.Payload(), Properties: maps.Clone(m.Properties()),
 		RedeliveryCount: m.RedeliveryCount(), Attempt: attempt, Outcome: outcome, Acked: acked,
@@ -288,18 +307,24 @@ func (d *Driver) handle(inc *incarnation, m pulsar.Message) bool {
 	return true
 }
 
-// strike applies the faults scheduled before a delivery to inc, and
-// reports whether one of them crashes inc.
-func (d *Driver) strike(inc *incarnation, faults []ScheduledFault) (crash bool) {
+// crashes reports whether a CrashConsumer fault is among faults.
+func crashes(faults []ScheduledFault) bool {
 	for _, f := range faults {
-		switch {
-		case f.Kind == CrashConsumer:
-			crash = true
-		case d.opts.Inject != nil:
+		if f.Kind == CrashConsumer {
+			return true
+		}
+	}
+	return false
+}
+
+// strike hands the faults scheduled at a delivery to inc, other than a
+// crash, to Inject, once the delivery was handled.
+func (d *Driver) strike(inc *incarnation, faults []ScheduledFault) {
+	for _, f := range faults {
+		if f.Kind != CrashConsumer && d.opts.Inject != nil {
 			d.opts.Inject(f, inc.name)
 		}
 	}
-	return crash
 }
 
 // decide returns what becomes of a delivery, and whether it was acked.
@@ -371,8 +396,8 @@ func (d *Driver) supervise() {
 // ConnectionClosed), so only the consumer closes here.
 func (d *Driver) replace(inc *incarnation) {
 	inc.halt()
-	inc.cons.Close()
 	<-inc.done
+	inc.cons.Close()
 	d.mu.Lock()
 	d.retired = append(d.retired, inc.client)
 	// Counted as soon as the old consumer is gone, so that every delivery
@@ -381,20 +406,31 @@ func (d *Driver) replace(inc *incarnation) {
 	d.mu.Unlock()
 	next, err := d.startRetrying(inc.slot)
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if err != nil {
+	switch {
+	case err != nil:
 		if !d.closed {
 			d.tb.Errorf("pulsarsim driver: restart %s: %v", inc.name, err)
 		}
 		d.slots[inc.slot] = nil
-		return
+		d.mu.Unlock()
+	case d.closed:
+		d.mu.Unlock()
+		next.shutdown()
+	default:
+		d.slots[inc.slot] = next
+		d.last = time.Now()
+		d.mu.Unlock()
 	}
-	if d.closed {
-		next.client.Close()
-		return
-	}
-	d.slots[inc.slot] = next
-	d.last = time.Now()
+}
+
+// shutdown stops an incarnation's reader, then closes its client. The
+// reader stops first, so that no handler is acking when its consumer
+// closes: pulsar-client-go v0.19.0 leaves an ack that waits for the
+// broker's response blocked for good when its consumer closes meanwhile.
+func (inc *incarnation) shutdown() {
+	inc.halt()
+	<-inc.done
+	inc.client.Close()
 }
 
 // Deliveries returns a copy of every delivery so far, in the order the
@@ -436,9 +472,7 @@ func (d *Driver) Close() {
 	d.mu.Unlock()
 	for _, inc := range slots {
 		if inc != nil {
-			inc.halt()
-			inc.client.Close()
-			<-inc.done
+			inc.shutdown()
 		}
 	}
 	for _, c := range retired {
