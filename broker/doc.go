@@ -82,4 +82,6 @@
 // entry (Entry); stats (TopicStats); schemas; and namespace and topic
 // policies (Policies). It takes and returns plain values, fails with the
 // sentinel errors of errors.go, and takes every lock itself.
+// CheckSettlement checks every subscription's settlement state against the
+// invariants of Rule, each topic as one state copied under its lock.
 package broker
