@@ -3,11 +3,14 @@ package broker_test
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/pulsarsim/pulsarsim/broker"
 	"github.com/pulsarsim/pulsarsim/protocol"
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
 	"github.com/pulsarsim/pulsarsim/testkit"
@@ -221,7 +224,8 @@ func TestReaderKeepsItsSubscriptionThroughASeek(t *testing.T) {
 func TestRefusedExclusiveSubscribeWhileAcksFlowIsRaceFree(t *testing.T) {
 	b := testkit.Start(t)
 	client := b.Client()
-	a := subscribe(t, client, pulsar.ConsumerOptions{Topic: "busy", SubscriptionName: "s", Type: pulsar.Exclusive})
+	a := subscribe(t, client, pulsar.ConsumerOptions{Topic: "busy", SubscriptionName: "s", Type: pulsar.Exclusive,
+		AckWithResponse: true}) // each ack reaches the broker before the next message is taken
 	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "busy", DisableBatching: true})
 	if err != nil {
 		t.Fatal(err)
@@ -256,5 +260,85 @@ func TestRefusedExclusiveSubscribeWhileAcksFlowIsRaceFree(t *testing.T) {
 	}
 	if s := b.Sub("busy", "s"); s.MarkDelete.Entry < 0 {
 		t.Fatalf("the first consumer acked nothing meanwhile: %+v", s)
+	}
+}
+
+// TestConsumerClosedByTheBrokerSubscribesAgainAtOnce closes a consumer from
+// the broker side and subscribes it again, with the same consumer id, as
+// soon as CLOSE_CONSUMER arrives: the consumer must be attached again. A hook
+// holds the broker right after the close, where the consumer used to be
+// still in its connection's table, so that the new SUBSCRIBE was answered
+// as a repeat without attaching anything (a property check of a handler
+// found a consumer that thought it was subscribed and got nothing).
+func TestConsumerClosedByTheBrokerSubscribesAgainAtOnce(t *testing.T) {
+	b := testkit.Start(t)
+	c := dialRaw(t, strings.TrimPrefix(b.URL(), "pulsar://"))
+	c.connect()
+	topic := "persistent://public/default/again"
+	subscribe := func(req uint64) *pb.BaseCommand {
+		c.send(protocol.Base(pb.BaseCommand_SUBSCRIBE, &pb.CommandSubscribe{
+			Topic: proto.String(topic), Subscription: proto.String("s"), SubType: pb.CommandSubscribe_Exclusive.Enum(),
+			ConsumerId: proto.Uint64(1), RequestId: proto.Uint64(req), ConsumerName: proto.String("raw"),
+		}))
+		return c.read()
+	}
+	if r := subscribe(1); r.Success == nil {
+		t.Fatalf("subscribe: %v", r)
+	}
+	closing, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	defer b.OnEvent(func(e broker.Event) {
+		if e.Kind == broker.EventConsumerClosed && e.Topic == topic {
+			once.Do(func() { close(closing); <-release })
+		}
+	})()
+	var releaseOnce sync.Once
+	defer releaseOnce.Do(func() { close(release) })
+	// Every event so far delivered, the close's are delivered, and the hook
+	// held, on the goroutine that closes (not on the connection's reader).
+	b.Events()
+	go b.CloseConsumer(topic, "s", "raw")
+	<-closing
+	if r := c.read(); r.CloseConsumer == nil {
+		t.Fatalf("want CLOSE_CONSUMER, got %v", r)
+	}
+	if r := subscribe(2); r.Success == nil {
+		t.Fatalf("subscribe again: %v", r)
+	}
+	s := b.Sub(topic, "s")
+	releaseOnce.Do(func() { close(release) })
+	if len(s.Consumers) != 1 {
+		t.Fatalf("the consumer subscribed again and was told SUCCESS, but the subscription has %d consumers", len(s.Consumers))
+	}
+}
+
+// TestProducerClosedByTheBrokerReconnectsAtOnce is the same for a producer:
+// one that comes back with the same producer id as soon as CLOSE_PRODUCER
+// arrives must be attached again.
+func TestProducerClosedByTheBrokerReconnectsAtOnce(t *testing.T) {
+	b := testkit.Start(t)
+	c := dialRaw(t, strings.TrimPrefix(b.URL(), "pulsar://"))
+	c.connect()
+	topic := "persistent://public/default/again"
+	name := c.producer(topic, 1).GetProducerName()
+	closing, release := make(chan struct{}), make(chan struct{})
+	var once, releaseOnce sync.Once
+	defer b.OnEvent(func(e broker.Event) {
+		if e.Kind == broker.EventProducerClosed && e.Topic == topic {
+			once.Do(func() { close(closing); <-release })
+		}
+	})()
+	defer releaseOnce.Do(func() { close(release) })
+	b.Events() // as above: the hook holds the goroutine that closes
+	go b.CloseProducer(topic, name)
+	<-closing
+	if r := c.read(); r.CloseProducer == nil {
+		t.Fatalf("want CLOSE_PRODUCER, got %v", r)
+	}
+	c.producer(topic, 1)
+	ts, _ := b.Topic(topic)
+	releaseOnce.Do(func() { close(release) })
+	if len(ts.Producers) != 1 {
+		t.Fatalf("the producer came back and was told SUCCESS, but the topic has producers %v", ts.Producers)
 	}
 }
