@@ -395,6 +395,14 @@ func (d *Driver) supervise() {
 // created is a data race inside the client (newPartitionProducer against
 // ConnectionClosed), so only the consumer closes here.
 func (d *Driver) replace(inc *incarnation) {
+	d.mu.Lock()
+	current := d.slots[inc.slot] == inc
+	d.mu.Unlock()
+	if !current {
+		// Replaced already: a consumer chosen for release can crash before
+		// it stops, and then comes back through the crash channel.
+		return
+	}
 	inc.halt()
 	<-inc.done
 	inc.cons.Close()
