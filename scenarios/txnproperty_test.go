@@ -149,13 +149,8 @@ type txnRun struct {
 }
 
 func runTxnCase(t *testing.T, rt *rapid.T, c txnCase) {
-	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
-	tb := &caseTB{T: t, rt: rt, cleanups: &cleanups}
+	tb, done := testkit.CaseTB(t, rt)
+	defer done()
 	tg := scenarios.NewTxnTarget(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
