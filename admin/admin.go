@@ -74,20 +74,34 @@ func (s *Server) routeTopics() {
 	const topic = "/admin/v2/{domain}/{tenant}/{ns}/{topic}"
 	m.HandleFunc("GET /admin/v2/{domain}/{tenant}/{ns}", s.listTopics)
 	m.HandleFunc("GET /admin/v2/{domain}/{tenant}/{ns}/partitioned", s.listPartitionedTopics)
-	m.HandleFunc("PUT "+topic, s.createTopic)
+	m.HandleFunc("PUT "+topic, s.inNamespace(s.createTopic))
 	m.HandleFunc("DELETE "+topic, s.deleteTopic)
-	m.HandleFunc("PUT "+topic+"/partitions", s.createPartitionedTopic)
+	m.HandleFunc("PUT "+topic+"/partitions", s.inNamespace(s.createPartitionedTopic))
 	m.HandleFunc("POST "+topic+"/partitions", s.updatePartitions)
-	m.HandleFunc("GET "+topic+"/partitions", s.getPartitions)
+	m.HandleFunc("GET "+topic+"/partitions", s.inNamespace(s.getPartitions))
 	m.HandleFunc("DELETE "+topic+"/partitions", s.deletePartitionedTopic)
-	m.HandleFunc("GET "+topic+"/stats", s.topicStats)
-	m.HandleFunc("GET "+topic+"/partitioned-stats", s.partitionedStats)
-	m.HandleFunc("PUT "+topic+"/unload", s.unloadTopic)
-	m.HandleFunc("POST "+topic+"/terminate", s.terminateTopic)
-	m.HandleFunc("GET "+topic+"/subscriptions", s.listSubscriptions)
-	m.HandleFunc("PUT "+topic+"/subscription/{sub}", s.createSubscription)
-	m.HandleFunc("DELETE "+topic+"/subscription/{sub}", s.deleteSubscription)
-	m.HandleFunc("GET "+topic+"/ledger/{ledger}/entry/{entry}", s.messageByID)
+	m.HandleFunc("GET "+topic+"/stats", s.inNamespace(s.topicStats))
+	m.HandleFunc("GET "+topic+"/partitioned-stats", s.inNamespace(s.partitionedStats))
+	m.HandleFunc("PUT "+topic+"/unload", s.inNamespace(s.unloadTopic))
+	m.HandleFunc("POST "+topic+"/terminate", s.inNamespace(s.terminateTopic))
+	m.HandleFunc("GET "+topic+"/subscriptions", s.inNamespace(s.listSubscriptions))
+	m.HandleFunc("PUT "+topic+"/subscription/{sub}", s.inNamespace(s.createSubscription))
+	m.HandleFunc("DELETE "+topic+"/subscription/{sub}", s.inNamespace(s.deleteSubscription))
+	m.HandleFunc("GET "+topic+"/ledger/{ledger}/entry/{entry}", s.inNamespace(s.messageByID))
+}
+
+// inNamespace answers a topic request whose namespace does not exist with
+// Pulsar's 404 "Namespace not found", before h looks at the topic (Pulsar
+// checks the namespace's bundle first for these).
+func (s *Server) inNamespace(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ns := r.PathValue("tenant") + "/" + r.PathValue("ns")
+		if broker.ValidateNamespaceName(ns) == nil && !s.b.NamespaceExists(ns) {
+			httpError(w, http.StatusNotFound, "Namespace not found")
+			return
+		}
+		h(w, r)
+	}
 }
 
 func (s *Server) routeSchemas() {
@@ -98,6 +112,6 @@ func (s *Server) routeSchemas() {
 	m.HandleFunc("GET "+topic+"/schemas", s.getSchemas)
 	m.HandleFunc("POST "+topic+"/schema", s.postSchema)
 	m.HandleFunc("DELETE "+topic+"/schema", s.deleteSchema)
-	m.HandleFunc("GET /lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}", s.lookup)
+	m.HandleFunc("GET /lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}", s.inNamespace(s.lookup))
 	m.HandleFunc("GET /lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}/bundle", s.bundle)
 }

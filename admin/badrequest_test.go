@@ -170,6 +170,14 @@ func TestBadRequestsGetPulsarsStatusAndChangeNothing(t *testing.T) {
 		{"limit of a topic in an unknown namespace", "GET", "/admin/v2/persistent/public/none/t/maxProducers", ``, 404},
 		{"limit of a partition", "POST", "/admin/v2/persistent/public/default/parted-partition-0/maxProducers", `3`, 412},
 		{"quotas of a partition", "GET", "/admin/v2/persistent/public/default/parted-partition-0/backlogQuotaMap", ``, 412},
+		{"topic in an unknown namespace", "PUT", "/admin/v2/persistent/public/none/t", ``, 404},
+		{"partitioned topic in an unknown namespace", "PUT", "/admin/v2/persistent/public/none/p/partitions", `2`, 404},
+		{"stats in an unknown namespace", "GET", "/admin/v2/persistent/public/none/t/stats", ``, 404},
+		{"subscription in an unknown namespace", "PUT", "/admin/v2/persistent/public/none/t/subscription/s", ``, 404},
+		{"topics of an unknown namespace", "GET", "/admin/v2/persistent/public/none", ``, 404},
+		{"partitioned topics of an unknown namespace", "GET", "/admin/v2/persistent/public/none/partitioned", ``, 404},
+		{"lookup in an unknown namespace", "GET", "/lookup/v2/topic/persistent/public/none/t", ``, 404},
+		{"namespace of an unknown tenant", "PUT", "/admin/v2/namespaces/none/ns", ``, 404},
 		{"invalid namespace name", "PUT", "/admin/v2/namespaces/public/bad%20name", ``, 412},
 	}
 	before := stateOf(t, b)

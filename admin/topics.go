@@ -12,21 +12,9 @@ import (
 func (s *Server) createTopic(w http.ResponseWriter, r *http.Request) {
 	topic, err := topicFromPath(r)
 	if err == nil {
-		err = s.requireNamespace(topic)
-	}
-	if err == nil {
 		err = s.b.CreateTopic(topic)
 	}
 	reply(w, nil, err)
-}
-
-// requireNamespace fails with 404 when the topic's namespace does not exist.
-func (s *Server) requireNamespace(topic string) error {
-	tn, err := broker.ParseTopicName(topic)
-	if err == nil && !s.b.NamespaceExists(tn.NamespaceName()) {
-		err = broker.ErrNamespaceNotFound
-	}
-	return err
 }
 
 func (s *Server) deleteTopic(w http.ResponseWriter, r *http.Request) {
@@ -42,9 +30,6 @@ func (s *Server) createPartitionedTopic(w http.ResponseWriter, r *http.Request) 
 	var n int
 	if err == nil {
 		n, err = readInt(r)
-	}
-	if err == nil {
-		err = s.requireNamespace(topic)
 	}
 	if err == nil {
 		err = s.b.CreatePartitionedTopic(topic, n)
@@ -115,11 +100,11 @@ func (s *Server) listTopics(w http.ResponseWriter, r *http.Request) {
 
 // listPartitionedTopics lists the namespace's partitioned topics by name.
 func (s *Server) listPartitionedTopics(w http.ResponseWriter, r *http.Request) {
-	ns, err := namespaceFromPath(r)
-	var mode broker.TopicsMode
-	if err == nil {
-		mode, err = topicsMode(r)
+	ns, ok := s.existingNamespace(w, r)
+	if !ok {
+		return
 	}
+	mode, err := topicsMode(r)
 	if err != nil {
 		reply(w, nil, err)
 		return

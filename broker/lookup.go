@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"errors"
+
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pulsarsim/pulsarsim/auth"
@@ -11,7 +13,8 @@ import (
 // handleLookup answers LOOKUP: this broker owns every topic, so the answer is
 // Connect, authoritative, with its own URLs or those of the listener the
 // lookup names. Like Pulsar, a lookup does not check that the topic exists;
-// it checks that the client may produce to or consume from it.
+// it checks that the client may produce to or consume from it, and that the
+// topic's namespace exists (TopicNotFound "Namespace not found" otherwise).
 func (c *conn) handleLookup(l *pb.CommandLookupTopic) {
 	reqID := l.GetRequestId()
 	tn, err := ParseTopicName(l.GetTopic())
@@ -21,6 +24,10 @@ func (c *conn) handleLookup(l *pb.CommandLookupTopic) {
 	}
 	if !c.allowed(tn, auth.OpLookup) {
 		c.send(lookupFailed(reqID, pb.ServerError_AuthorizationError, "Client is not authorized to Lookup"))
+		return
+	}
+	if !c.b.namespaceReady(tn.NamespaceName()) {
+		c.send(lookupFailed(reqID, pb.ServerError_TopicNotFound, errNoNamespace.Error()))
 		return
 	}
 	url, tlsURL, err := c.b.LookupURLs(l.GetAdvertisedListenerName())
@@ -63,6 +70,9 @@ func (c *conn) handlePartitionedMetadata(m *pb.CommandPartitionedTopicMetadata) 
 			resp.Response = pb.CommandPartitionedTopicMetadataResponse_Failed.Enum()
 			resp.Error = pb.ServerError_TopicNotFound.Enum()
 			resp.Message = proto.String("")
+			if errors.Is(err, errNoNamespace) {
+				resp.Message = proto.String(err.Error())
+			}
 			break
 		}
 		resp.Response = pb.CommandPartitionedTopicMetadataResponse_Success.Enum()

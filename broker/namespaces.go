@@ -6,10 +6,12 @@ import (
 	"strings"
 )
 
-// namespaceRegistry holds the tenants and namespaces created through the
-// admin API, starting with those of a Pulsar standalone. Topics do not need a
-// registered namespace: auto-created topics may live anywhere, and a
-// namespace holding topics counts as existing. It changes under Broker.mu.
+// namespaceRegistry holds the tenants and namespaces, starting with those of
+// a Pulsar standalone; the others are created through the admin API (or,
+// with WithAutoNamespaceCreation, by their first topic). As on Pulsar, a
+// topic lives in a namespace that exists: a producer, consumer, lookup or
+// admin request on a topic of another namespace is refused. It changes under
+// Broker.mu.
 type namespaceRegistry struct {
 	tenants    map[string]bool
 	namespaces map[string]bool // "tenant/ns"
@@ -101,22 +103,56 @@ func (b *Broker) CreateNamespace(ns string) error {
 	return nil
 }
 
-// namespaceExistsLocked reports whether ns is registered or holds a topic.
+// namespaceExistsLocked reports whether ns is registered.
 func (b *Broker) namespaceExistsLocked(ns string) bool {
-	if b.registryLocked().namespaces[ns] {
+	return b.registryLocked().namespaces[ns]
+}
+
+// errNoNamespace is how the broker refuses a topic of a namespace that does
+// not exist: ErrNamespaceNotFound in the words of Pulsar's refusals of
+// topic operations.
+var errNoNamespace = errorf(ErrNamespaceNotFound, "Namespace not found")
+
+// WithAutoNamespaceCreation makes a topic's first use create its namespace
+// (and the namespace's tenant) when they do not exist: a convenience of
+// pulsarsim for tests that do not set up their namespaces. Default off: as
+// on Pulsar, only public/default (and the standalone's system namespaces)
+// exist at start, and a topic of any other namespace fails until the
+// namespace is created.
+func WithAutoNamespaceCreation(on bool) Option { return func(c *config) { c.autoNamespaces = on } }
+
+// namespaceReadyLocked reports whether ns exists, creating it (and its
+// tenant) first when WithAutoNamespaceCreation is on.
+func (b *Broker) namespaceReadyLocked(ns string) bool {
+	r := b.registryLocked()
+	if r.namespaces[ns] {
 		return true
 	}
-	for _, t := range b.topics {
-		if t.name.NamespaceName() == ns {
-			return true
-		}
+	if !b.cfg.autoNamespaces || ValidateNamespaceName(ns) != nil {
+		return false
 	}
-	for base := range b.partitioned {
-		if tn, err := ParseTopicName(base); err == nil && tn.NamespaceName() == ns {
-			return true
-		}
-	}
-	return false
+	tenant, _, _ := strings.Cut(ns, "/")
+	r.tenants[tenant] = true
+	r.namespaces[ns] = true
+	return true
+}
+
+// namespaceReady is namespaceReadyLocked for a caller without the lock.
+func (b *Broker) namespaceReady(ns string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.namespaceReadyLocked(ns)
+}
+
+// notServedMessage is Pulsar's refusal of a producer or consumer on a topic
+// whose namespace does not exist: no broker owns its bundle. Pulsar names
+// its web service address here; pulsarsim names its service address.
+func (b *Broker) notServedMessage(tn TopicName) string {
+	b.mu.Lock()
+	addr := strings.TrimPrefix(b.url, "pulsar://")
+	b.mu.Unlock()
+	return fmt.Sprintf("Namespace bundle (%s/0x00000000_0xffffffff) for topic (%s) not served by this instance:%s. "+
+		"Please redo the lookup.", tn.NamespaceName(), tn, addr)
 }
 
 // NamespaceExists reports whether the namespace "tenant/ns" exists.

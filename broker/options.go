@@ -15,6 +15,7 @@ type Option func(*config)
 type config struct {
 	maxMessageSize    int
 	autoCreateTopics  bool
+	autoNamespaces    bool
 	keepAlive         time.Duration
 	logger            *slog.Logger
 	clock             Clock

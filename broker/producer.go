@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -46,8 +47,12 @@ func (c *conn) handleProducer(p *pb.CommandProducer) {
 		c.send(c.producerSuccess(reqID, old))
 		return
 	}
-	t, ok := c.b.getOrCreateTopic(tn, c.b.cfg.autoCreateTopics)
-	if !ok {
+	t, err := c.b.getOrCreateTopic(tn, c.b.cfg.autoCreateTopics)
+	if errors.Is(err, errNoNamespace) {
+		c.send(protocol.ErrorCommand(reqID, pb.ServerError_ServiceNotReady, c.b.notServedMessage(tn)))
+		return
+	}
+	if err != nil {
 		c.send(protocol.ErrorCommand(reqID, pb.ServerError_TopicNotFound, "Topic not found"))
 		return
 	}

@@ -63,9 +63,9 @@ func (b *Broker) publishIn(topic string, batch bool, msgs []ProducerMessage, id 
 	if b.partitions(tn) > 0 {
 		return nil, errorf(ErrInvalidName, "Cannot produce to partitioned topic %s directly; produce to its partitions", tn)
 	}
-	t, ok := b.getOrCreateTopic(tn, b.cfg.autoCreateTopics)
-	if !ok {
-		return nil, topicNotFound(tn)
+	t, err := b.getOrCreateTopic(tn, b.cfg.autoCreateTopics)
+	if err != nil {
+		return nil, err
 	}
 	producer := b.generatedProducerName()
 	now := uint64(b.cfg.clock.Now().UnixMilli())

@@ -204,8 +204,12 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 		c.send(protocol.SuccessCommand(reqID))
 		return
 	}
-	t, ok := c.b.getOrCreateTopic(tn, c.b.cfg.autoCreateTopics && sub.GetForceTopicCreation())
-	if !ok {
+	t, err := c.b.getOrCreateTopic(tn, c.b.cfg.autoCreateTopics && sub.GetForceTopicCreation())
+	if errors.Is(err, errNoNamespace) {
+		refuse(&refusal{pb.ServerError_ServiceNotReady, c.b.notServedMessage(tn)})
+		return
+	}
+	if err != nil {
 		refuse(&refusal{pb.ServerError_TopicNotFound, "Topic does not exist"})
 		return
 	}

@@ -1,6 +1,9 @@
 package broker
 
-import "sort"
+import (
+	"errors"
+	"sort"
+)
 
 // The subscription operations of the exported API: create one at a
 // position, delete one, list them. A partitioned topic's name applies each
@@ -61,8 +64,11 @@ func (b *Broker) CreateSubscription(topic, sub string, at Position) error {
 	}
 	var ts []*Topic
 	for _, name := range b.partitionNames(tn) {
-		t, ok := b.getOrCreateTopic(name, b.cfg.autoCreateTopics)
-		if !ok {
+		t, err := b.getOrCreateTopic(name, b.cfg.autoCreateTopics)
+		if errors.Is(err, errNoNamespace) {
+			return err
+		}
+		if err != nil {
 			return topicNotFound(tn)
 		}
 		ts = append(ts, t)

@@ -187,19 +187,24 @@ func (b *Broker) lookupTopic(name string) *Topic {
 	return b.topics[name]
 }
 
-// getOrCreateTopic returns the topic, creating it when create is set (and
-// the broker allows it). The bool reports whether the topic exists now.
-func (b *Broker) getOrCreateTopic(tn TopicName, create bool) (*Topic, bool) {
+// getOrCreateTopic returns the topic, creating it when create is set. It
+// fails with errNoNamespace when the topic's namespace does not exist (as
+// Pulsar refuses anything on it, before it looks for the topic), else with
+// ErrTopicNotFound when the topic does not exist and create is not set.
+func (b *Broker) getOrCreateTopic(tn TopicName, create bool) (*Topic, error) {
 	full := tn.String()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if t := b.topics[full]; t != nil {
-		return t, true
+		return t, nil
+	}
+	if !b.namespaceReadyLocked(tn.NamespaceName()) {
+		return nil, errNoNamespace
 	}
 	if !create {
-		return nil, false
+		return nil, topicNotFound(tn)
 	}
-	return b.createTopicLocked(tn), true
+	return b.createTopicLocked(tn), nil
 }
 
 func (b *Broker) createTopicLocked(tn TopicName) *Topic {

@@ -14,6 +14,9 @@ func (b *Broker) CreateTopic(name string) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if !b.namespaceReadyLocked(tn.NamespaceName()) {
+		return errNoNamespace
+	}
 	if b.topicExistsLocked(tn) {
 		return ErrTopicExists
 	}
@@ -36,6 +39,9 @@ func (b *Broker) CreatePartitionedTopic(name string, n int) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if !b.namespaceReadyLocked(tn.NamespaceName()) {
+		return errNoNamespace
+	}
 	if b.topicExistsLocked(tn) {
 		return ErrTopicExists
 	}
@@ -203,7 +209,8 @@ func (b *Broker) topicsNamed(tn TopicName) []*Topic {
 // PartitionedMetadata returns a topic's partition count as Pulsar's
 // partitioned metadata answers it: N for a partitioned topic, 0 for any
 // other topic, and 0 for a topic that does not exist yet when the broker
-// creates topics on first use (else ErrTopicNotFound).
+// creates topics on first use (else ErrTopicNotFound). A topic of a
+// namespace that does not exist fails with ErrNamespaceNotFound.
 func (b *Broker) PartitionedMetadata(topic string) (int, error) {
 	tn, err := ParseTopicName(topic)
 	if err != nil {
@@ -217,6 +224,9 @@ func (b *Broker) PartitionedMetadata(topic string) (int, error) {
 func (b *Broker) partitionedMetadata(tn TopicName, autoCreate bool) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if !b.topicExistsLocked(tn) && !b.namespaceReadyLocked(tn.NamespaceName()) {
+		return 0, errNoNamespace
+	}
 	if !b.topicExistsLocked(tn) && (!b.cfg.autoCreateTopics || !autoCreate) {
 		return 0, topicNotFound(tn)
 	}

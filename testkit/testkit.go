@@ -61,6 +61,13 @@ func WithBroker(opts ...broker.Option) Option {
 	return func(s *settings) { s.broker = append(s.broker, opts...) }
 }
 
+// WithAutoNamespaces makes a topic's first use create its namespace and
+// tenant (broker.WithAutoNamespaceCreation): a convenience for tests that
+// use topics outside public/default without creating their namespaces.
+// Without it, as on Pulsar, such topics are refused until the test creates
+// the namespace (b.CreateNamespace).
+func WithAutoNamespaces() Option { return WithBroker(broker.WithAutoNamespaceCreation(true)) }
+
 // Start starts a broker on 127.0.0.1 and a free port, configured by opts, and
 // registers tb.Cleanup to close it. It fails the test if the broker cannot
 // listen.

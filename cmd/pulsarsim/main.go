@@ -38,6 +38,8 @@ func run(args []string) error {
 	httpAddr := fs.String("http", "127.0.0.1:8080", "address to serve the admin HTTP API on (empty: none)")
 	maxMsg := fs.Int("max-message-size", 5*1024*1024, "maxMessageSize in bytes, advertised to clients")
 	autoCreate := fs.Bool("auto-create-topics", true, "create topics on first use")
+	autoNamespaces := fs.Bool("auto-create-namespaces", false,
+		"create a topic's namespace and tenant on first use (a pulsarsim convenience; Pulsar refuses topics of a namespace that does not exist)")
 	ksHashing := fs.Bool("key-shared-consistent-hashing", true,
 		"Key_Shared AUTO_SPLIT on a consistent-hash ring (false: hash ranges split in halves)")
 	batchIndexAck := fs.Bool("batch-index-ack", false,
@@ -94,6 +96,7 @@ func run(args []string) error {
 		broker.WithLogger(logger),
 		broker.WithMaxMessageSize(*maxMsg),
 		broker.WithAutoTopicCreation(*autoCreate),
+		broker.WithAutoNamespaceCreation(*autoNamespaces),
 		broker.WithKeySharedConsistentHashing(*ksHashing),
 		broker.WithBatchIndexAck(*batchIndexAck),
 		broker.WithTransactions(*transactions),

@@ -1,0 +1,132 @@
+package scenarios_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/pulsarsim/pulsarsim/protocol"
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
+	"github.com/pulsarsim/pulsarsim/scenarios"
+)
+
+// Namespaces that must exist: on Pulsar only public/default (and the
+// standalone's system namespaces) exist at start, and a topic of any other
+// namespace is refused until the namespace is created.
+
+// instance masks the broker address in the refusal of a producer or
+// consumer whose namespace is not served (Pulsar names its web service
+// address there, pulsarsim its service address).
+var instance = regexp.MustCompile(`not served by this instance:[^ ]+\. `)
+
+// missingNamespaceAnswers sends each command a client may send about a
+// topic of namespace ns, which does not exist, and describes the answers.
+func missingNamespaceAnswers(t *testing.T, url, ns string) []string {
+	c := dialWire(t, url)
+	topic := "persistent://" + ns + "/t"
+	var out []string
+	ask := func(what string, cmd *pb.BaseCommand) {
+		c.send(cmd)
+		out = append(out, what+": "+instance.ReplaceAllString(describe(c.read()), "not served by this instance:<broker>. "))
+	}
+	ask("LOOKUP", protocol.Base(pb.BaseCommand_LOOKUP, &pb.CommandLookupTopic{
+		Topic: proto.String(topic), RequestId: proto.Uint64(1)}))
+	ask("PARTITIONED_METADATA", protocol.Base(pb.BaseCommand_PARTITIONED_METADATA, &pb.CommandPartitionedTopicMetadata{
+		Topic: proto.String(topic), RequestId: proto.Uint64(2)}))
+	ask("PARTITIONED_METADATA auto-creating", protocol.Base(pb.BaseCommand_PARTITIONED_METADATA, &pb.CommandPartitionedTopicMetadata{
+		Topic: proto.String(topic), RequestId: proto.Uint64(3), MetadataAutoCreationEnabled: proto.Bool(true)}))
+	ask("PRODUCER", protocol.Base(pb.BaseCommand_PRODUCER, &pb.CommandProducer{
+		Topic: proto.String(topic), ProducerId: proto.Uint64(1), RequestId: proto.Uint64(4)}))
+	ask("SUBSCRIBE", protocol.Base(pb.BaseCommand_SUBSCRIBE, &pb.CommandSubscribe{
+		Topic: proto.String(topic), Subscription: proto.String("s"), SubType: pb.CommandSubscribe_Shared.Enum(),
+		ConsumerId: proto.Uint64(1), RequestId: proto.Uint64(5)}))
+	c.send(protocol.Base(pb.BaseCommand_GET_TOPICS_OF_NAMESPACE, &pb.CommandGetTopicsOfNamespace{
+		Namespace: proto.String(ns), RequestId: proto.Uint64(6)}))
+	r := c.read().GetGetTopicsOfNamespaceResponse()
+	out = append(out, fmt.Sprintf("GET_TOPICS_OF_NAMESPACE: topics=%v hash=%s", r.GetTopics(), r.GetTopicsHash()))
+	return out
+}
+
+// clientErrors reports what pulsar-client-go says when it produces to and
+// consumes from a topic of namespace ns, which does not exist.
+func clientErrors(t *testing.T, url, ns string) []string {
+	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: url, Logger: log.DefaultNopLogger(),
+		OperationTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	topic := "persistent://" + ns + "/t"
+	var out []string
+	_, err = client.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	out = append(out, fmt.Sprintf("producer: %v", err))
+	_, err = client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	out = append(out, fmt.Sprintf("consumer: %v", err))
+	return out
+}
+
+// TestDifferentialNamespacesMustExist compares how both brokers refuse a
+// topic of a namespace that does not exist, in a tenant that exists and in
+// one that does not, on the wire and as pulsar-client-go reports it.
+func TestDifferentialNamespacesMustExist(t *testing.T) {
+	url := oracleURL(t)
+	sim := scenarios.SimTarget(t)
+	for _, ns := range []string{"public/missing-ns", "missing-tenant/ns"} {
+		got := missingNamespaceAnswers(t, sim.URL, ns)
+		want := missingNamespaceAnswers(t, url, ns)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("%s: the answers differ (-real +pulsarsim):\n%s", ns, diff)
+		}
+		t.Logf("%s, both:\n%s", ns, strings.Join(got, "\n"))
+		got = clientErrors(t, sim.URL, ns)
+		want = clientErrors(t, url, ns)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("%s: the client's errors differ (-real +pulsarsim):\n%s", ns, diff)
+		}
+		t.Logf("%s, the client, both:\n%s", ns, strings.Join(got, "\n"))
+	}
+}
+
+// TestTopicsOfANamespaceWorkOnceItIsCreated checks the other half: once the
+// namespace exists, its topics work as public/default's do.
+func TestTopicsOfANamespaceWorkOnceItIsCreated(t *testing.T) {
+	tg := scenarios.NewTarget(t)
+	admin := tg.AdminURL
+	if tg.Sim != nil {
+		admin = tg.Sim.AdminURL()
+	}
+	if admin == "" {
+		t.Skip("needs PULSAR_ADMIN_URL")
+	}
+	// A name unique to the run against a real Pulsar, which keeps its
+	// namespaces between runs.
+	ns := "public/" + strings.TrimPrefix(tg.Topic("created"), "persistent://public/default/")
+	req, err := http.NewRequest(http.MethodPut, admin+"/admin/v2/namespaces/"+ns, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("creating %s: %d", ns, resp.StatusCode)
+	}
+	topic := "persistent://" + ns + "/t"
+	tg.Produce(topic, 2, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if got := tg.ReadN(ctx, topic, 2); len(got) != 2 {
+		t.Fatalf("read %d messages", len(got))
+	}
+}
