@@ -19,6 +19,15 @@ build_limit_tools() {
   fi
 }
 
+# pulsarsim_source: which pulsarsim runs.
+pulsarsim_source() {
+  if [ -n "${LIMIT_PULSARSIM:-}" ]; then
+    echo "from $LIMIT_PULSARSIM"
+  else
+    echo "at $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' with local changes')"
+  fi
+}
+
 # machine_line: what the figures ran on.
 machine_line() {
   echo "$(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr), $(go version | cut -d' ' -f3), load $(cut -d' ' -f1-3 /proc/loadavg)"
