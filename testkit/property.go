@@ -171,17 +171,27 @@ func (b *Broker) CheckHandler(t rapid.TB, c HandlerCase, h Handler) HandlerRun {
 }
 
 // skipSwitchDelay moves the broker clock to the end of a Failover switch
-// delay the subscription waits out, as Advance does, so that a run does
-// not wait for it in real time. It does nothing when the broker runs on a
-// clock of the test's own (broker.WithClock).
-func (b *Broker) skipSwitchDelay(s broker.SubscriptionSnapshot) {
+// delay the subscription waits out (see SkipFailoverDelay).
+func (b *Broker) skipSwitchDelay(s broker.SubscriptionSnapshot) bool {
 	if s.SwitchingUntil.IsZero() || b.srv.Clock() != broker.Clock(b.clock) {
-		return
+		return false
 	}
 	if d := s.SwitchingUntil.Sub(b.srv.Clock().Now()); d > 0 {
 		b.clock.Advance(d)
 	}
 	b.srv.RunTimers()
+	return true
+}
+
+// SkipFailoverDelay moves the broker clock to the end of the switch delay
+// that a Failover subscription waits out after its active consumer changed
+// (activeConsumerFailoverDelayTimeMillis, 1 s), as Advance would, so that
+// the new active consumer is served at once instead of a second of real
+// time later. It reports whether there was such a delay. It does nothing
+// when the broker runs on a clock of the test's own (broker.WithClock).
+func (b *Broker) SkipFailoverDelay(topic, sub string) bool {
+	s, ok := b.srv.Subscription(topic, sub)
+	return ok && b.skipSwitchDelay(s)
 }
 
 // unsettled draws the lives of a subscription's unacknowledged entries.
