@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -367,5 +368,29 @@ func TestWithHandlerServesBesideTheAPI(t *testing.T) {
 	}
 	if status, _ := call(t, srv.URL, "GET", "/admin/v2/tenants", ""); status != http.StatusOK {
 		t.Fatalf("the API beside it: %d", status)
+	}
+}
+
+// A terminate answers the topic's last message id in the shape Pulsar 4.0.8
+// writes it, batch fields included, for an empty topic too.
+func TestTerminateAnswersTheLastMessageIDAsPulsarWritesIt(t *testing.T) {
+	b, _, base := startAdmin(t)
+	for _, name := range []string{"empty", "full"} {
+		if err := b.CreateTopic(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.Publish("full", broker.ProducerMessage{Payload: []byte("m")}, broker.ProducerMessage{Payload: []byte("n")}); err != nil {
+		t.Fatal(err)
+	}
+	for name, entry := range map[string]string{"empty": "-1", "full": "1"} {
+		status, body := call(t, base, "POST", "/admin/v2/persistent/public/default/"+name+"/terminate", "")
+		if status != 200 {
+			t.Fatalf("%s: status %d %s", name, status, body)
+		}
+		re := regexp.MustCompile(`^\{"ledgerId":\d+,"entryId":` + entry + `,"partitionIndex":-1,"batchSize":0,"batchIndex":-1\}\n?$`)
+		if !re.Match(body) {
+			t.Fatalf("%s: body %s", name, body)
+		}
 	}
 }

@@ -179,6 +179,8 @@ func TestBadRequestsGetPulsarsStatusAndChangeNothing(t *testing.T) {
 		{"lookup in an unknown namespace", "GET", "/lookup/v2/topic/persistent/public/none/t", ``, 404},
 		{"namespace of an unknown tenant", "PUT", "/admin/v2/namespaces/none/ns", ``, 404},
 		{"invalid namespace name", "PUT", "/admin/v2/namespaces/public/bad%20name", ``, 412},
+		{"terminate a non-persistent topic", "POST", "/admin/v2/non-persistent/public/default/t/terminate", ``, 406},
+		{"terminate an unknown topic", "POST", "/admin/v2/persistent/public/default/none/terminate", ``, 404},
 	}
 	before := stateOf(t, b)
 	for _, c := range cases {

@@ -120,8 +120,23 @@ func (s *Server) unloadTopic(w http.ResponseWriter, r *http.Request) {
 	reply(w, nil, err)
 }
 
-// terminateTopic answers POST …/terminate with the last message id.
+// terminatedID is the body of a terminate's answer: the last message id as
+// Pulsar writes a MessageIdImpl.
+type terminatedID struct {
+	LedgerID       int64 `json:"ledgerId"`
+	EntryID        int64 `json:"entryId"`
+	PartitionIndex int32 `json:"partitionIndex"`
+	BatchSize      int   `json:"batchSize"`
+	BatchIndex     int32 `json:"batchIndex"`
+}
+
+// terminateTopic answers POST …/terminate with the last message id. Only
+// persistent topics can be terminated (406 otherwise, as Pulsar answers).
 func (s *Server) terminateTopic(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("domain") == "non-persistent" {
+		reply(w, nil, errStatus(http.StatusNotAcceptable, "Need to provide a persistent topic name"))
+		return
+	}
 	topic, err := topicFromPath(r)
 	var id broker.MessageID
 	if err == nil {
@@ -131,7 +146,7 @@ func (s *Server) terminateTopic(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, err)
 		return
 	}
-	reply(w, map[string]int64{"ledgerId": id.Ledger, "entryId": id.Entry, "partitionIndex": int64(id.Partition)}, nil)
+	reply(w, terminatedID{LedgerID: id.Ledger, EntryID: id.Entry, PartitionIndex: id.Partition, BatchIndex: -1}, nil)
 }
 
 func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) {

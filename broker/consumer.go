@@ -167,6 +167,7 @@ func (c *conn) handleAck(a *pb.CommandAck) {
 			}
 			s.applyAckLocked(cs, n, id, a.GetAckType() == pb.CommandAck_Cumulative)
 		}
+		s.reachedEndLocked()
 		s.dispatchLocked()
 	}
 	t.mu.Unlock()
@@ -267,6 +268,11 @@ func (c *conn) handleRedeliver(r *pb.CommandRedeliverUnacknowledgedMessages) {
 	}
 	if twice {
 		s.disp.ReplayTwice(entries)
+	}
+	if s.typ == dispatch.Exclusive || s.typ == dispatch.Failover {
+		// Pulsar's single-consumer dispatcher cancels the cursor's read
+		// before it rewinds.
+		s.endRead = endReadNone
 	}
 	// The request is reported before the deliveries it causes.
 	c.b.emit(Event{Kind: EventRedeliveryAsked, Topic: t.full, Subscription: s.name, Consumer: cs.Name,

@@ -37,6 +37,8 @@ type Subscription struct {
 	// when timerSet.
 	timerAt  int64
 	timerSet bool
+	// endRead is the cursor's read past the last entry (endoftopic.go).
+	endRead endRead
 
 	gate connGate // holds back deliveries to slow connections (writebuf.go)
 
@@ -475,6 +477,7 @@ func (s *Subscription) dispatchAtLocked(now time.Time) {
 			s.disp.Ack(d.Entry)
 		}
 	}
+	s.readAtEndLocked()
 	t.trimLocked()
 }
 
@@ -503,6 +506,9 @@ func (s *Subscription) removeConsumerLocked(cons *Consumer, reason string) bool 
 	}
 	s.topic.b.emit(Event{Kind: EventConsumerClosed, Topic: s.topic.full, Subscription: s.name,
 		Consumer: cons.Name, ConsumerID: cons.ID, Remote: cons.conn.remote, Reason: reason})
+	if len(s.consumers) == 0 {
+		s.cancelWaitingReadLocked()
+	}
 	if len(s.consumers) == 0 && !s.durable && !s.resetting {
 		delete(s.topic.subs, s.name)
 		return true

@@ -4,9 +4,9 @@ package broker
 // takes no more messages and keeps what it has for its subscriptions. Its
 // producers are closed from the broker side; when they come back they get
 // ERROR TopicTerminatedError (and a SEND that still arrives gets SEND_ERROR
-// TopicTerminatedError). It returns the id of the topic's last message.
-// pulsarsim does not send REACHED_END_OF_TOPIC to consumers that read to the
-// end.
+// TopicTerminatedError). The consumers of subscriptions that have
+// acknowledged everything get REACHED_END_OF_TOPIC now, the others once they
+// have (endoftopic.go). It returns the id of the topic's last message.
 func (b *Broker) TerminateTopic(name string) (MessageID, error) {
 	tn, err := ParseTopicName(name)
 	if err != nil {
@@ -21,6 +21,9 @@ func (b *Broker) TerminateTopic(name string) (MessageID, error) {
 	last := t.eventID(t.log.end() - 1)
 	for p := range t.producers {
 		t.closeProducerLocked(p)
+	}
+	for _, s := range t.subs {
+		s.reachedEndLocked()
 	}
 	t.mu.Unlock()
 	return last, nil

@@ -283,7 +283,7 @@ func (t *Topic) appendLocked(e *entry, producer string, md *pb.MessageMetadata) 
 		t.b.emit(ev)
 	}
 	for _, s := range t.subs {
-		s.dispatchLocked()
+		s.entryAddedLocked()
 	}
 	t.trimLocked()
 	return n
