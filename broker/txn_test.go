@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -293,5 +294,89 @@ func TestSeedingWithoutTheCoordinatorFails(t *testing.T) {
 	}
 	if _, err := b.PublishInTransaction(broker.TxnID{}, "t"); !errors.Is(err, broker.ErrTransactionsDisabled) {
 		t.Fatalf("PublishInTransaction: %v", err)
+	}
+}
+
+// While a commit is telling its topics, the transaction is committing: an
+// abort then gets InvalidTxnStatus, as Pulsar's coordinator answers it.
+func TestAbortWhileCommittingIsRefusedWithInvalidTxnStatus(t *testing.T) {
+	b := broker.New(broker.WithTransactions(true))
+	defer b.Close()
+	id, err := b.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.PublishInTransaction(id, "t", broker.ProducerMessage{Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	var abortErr error
+	done := false
+	cancel := b.OnEvent(func(ev broker.Event) {
+		if ev.Kind == broker.EventTxnCommitted && ev.Topic != "" && !done {
+			done = true
+			abortErr = b.AbortTransaction(id)
+		}
+	})
+	defer cancel()
+	if err := b.CommitTransaction(id); err != nil {
+		t.Fatal(err)
+	}
+	b.DeliverEvents()
+	want := "Expect Txn `(0,0)` to be in ABORTING status but it is in COMMITTING status"
+	if !errors.Is(abortErr, broker.ErrTxnInvalidStatus) || abortErr.Error() != want {
+		t.Fatalf("abort during the commit: %v", abortErr)
+	}
+	if tr, _ := b.Transaction(id); tr.Status != "COMMITTED" {
+		t.Fatalf("after the commit: %s", tr.Status)
+	}
+}
+
+// Batch-index acks in a transaction hold only their indexes. pulsar-client-go
+// sends them without a batch size, and then Pulsar's abort cannot give the
+// held indexes back: the batch returns with the other indexes only, count
+// 1, and the held ones are never delivered again. Pulsar 4.0.8 (with
+// acknowledgmentAtBatchIndexLevelEnabled) did the same to the same client.
+func TestGoClientsTransactionalBatchIndexAcksStayHeldAfterAbort(t *testing.T) {
+	b := testkit.Start(t, testkit.WithTransactions(), testkit.WithBroker(broker.WithBatchIndexAck(true)))
+	ctx := testCtx(t)
+	c := b.TxnClient()
+	cons := subscribe(t, c, pulsar.ConsumerOptions{Topic: "t", SubscriptionName: "s", Type: pulsar.Shared,
+		EnableBatchIndexAcknowledgment: true, AckWithResponse: true})
+	produce(t, c, "t", 4, numbered) // one batch of four
+	var got []pulsar.Message
+	for range 4 {
+		got = append(got, receive(t, ctx, cons))
+	}
+	if got[0].ID().BatchSize() != 4 {
+		t.Fatalf("batch size %d, want one batch of 4", got[0].ID().BatchSize())
+	}
+	txn := newTxn(t, c)
+	for _, m := range got[:2] {
+		if err := cons.AckWithTxn(m, txn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v := b.CheckSettlement(); v != nil {
+		t.Fatalf("invariants while held: %v", v)
+	}
+	if err := txn.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var back []string
+	for range 2 {
+		m := receive(t, ctx, cons)
+		back = append(back, fmt.Sprintf("%s/%d", m.Payload(), m.RedeliveryCount()))
+		if err := cons.AckID(m.ID()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(back) != "[2/1 3/1]" {
+		t.Fatalf("given back: %v, want indexes 2 and 3 with count 1", back)
+	}
+	if s := b.Sub("t", "s"); s.Backlog != 1 {
+		t.Fatalf("backlog %d, want the entry of the held indexes left", s.Backlog)
+	}
+	if v := b.CheckSettlement(); v != nil {
+		t.Fatalf("invariants at the end: %v", v)
 	}
 }

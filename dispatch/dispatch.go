@@ -284,15 +284,14 @@ func (d *Dispatcher) dispatchKeyShared(log Log) []Delivery {
 			w += copy(q.items[w:], q.items[i:])
 			break
 		}
-		if info := log.Info(it.entry); info.Skip == SkipAck || d.held(it.entry, info) {
-			q.forget(it) // before Ack, which would look for it in the queue
-			d.screenAck(it.entry, info)
-			continue
-		}
 		if _, blocked := d.scratch[it.hash]; !blocked {
 			c := d.sel.selectHash(it.hash)
 			if c != nil && c.available() && !d.heldByOther(it.hash, c) {
-				q.forget(it)
+				q.forget(it) // before a screening Ack, which would look for it in the queue
+				if info := log.Info(it.entry); info.Skip == SkipAck || d.held(it.entry, info) {
+					d.screenAck(it.entry, info) // a transaction keeps it from consumers
+					continue
+				}
 				out = append(out, d.deliverMulti(c, it.entry, it.hash, log))
 				if !c.available() {
 					avail--
