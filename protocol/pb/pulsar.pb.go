@@ -482,6 +482,7 @@ const (
 	Schema_LocalTime      Schema_Type = 18
 	Schema_LocalDateTime  Schema_Type = 19
 	Schema_ProtobufNative Schema_Type = 20
+	Schema_AutoConsume    Schema_Type = 21
 )
 
 // Enum value maps for Schema_Type.
@@ -508,6 +509,7 @@ var (
 		18: "LocalTime",
 		19: "LocalDateTime",
 		20: "ProtobufNative",
+		21: "AutoConsume",
 	}
 	Schema_Type_value = map[string]int32{
 		"None":           0,
@@ -531,6 +533,7 @@ var (
 		"LocalTime":      18,
 		"LocalDateTime":  19,
 		"ProtobufNative": 20,
+		"AutoConsume":    21,
 	}
 )
 
@@ -6844,7 +6847,7 @@ const file_pulsar_proto_rawDesc = "" +
 	"\aack_set\x18\x05 \x03(\x03R\x06ackSet\x12\x1d\n" +
 	"\n" +
 	"batch_size\x18\x06 \x01(\x05R\tbatchSize\x12R\n" +
-	"\x16first_chunk_message_id\x18\a \x01(\v2\x1d.pulsarsim.wire.MessageIdDataR\x13firstChunkMessageId\"\xb8\x03\n" +
+	"\x16first_chunk_message_id\x18\a \x01(\v2\x1d.pulsarsim.wire.MessageIdDataR\x13firstChunkMessageId\"\xc9\x03\n" +
 	"\x06Schema\x12\x12\n" +
 	"\x04name\x18\x01 \x02(\tR\x04name\x12\x1f\n" +
 	"\vschema_data\x18\x03 \x02(\fR\n" +
@@ -6852,7 +6855,7 @@ const file_pulsar_proto_rawDesc = "" +
 	"\x04type\x18\x04 \x02(\x0e2\x1b.pulsarsim.wire.Schema.TypeR\x04type\x128\n" +
 	"\n" +
 	"properties\x18\x05 \x03(\v2\x18.pulsarsim.wire.KeyValueR\n" +
-	"properties\"\x8d\x02\n" +
+	"properties\"\x9e\x02\n" +
 	"\x04Type\x12\b\n" +
 	"\x04None\x10\x00\x12\n" +
 	"\n" +
@@ -6877,7 +6880,8 @@ const file_pulsar_proto_rawDesc = "" +
 	"\tLocalDate\x10\x11\x12\r\n" +
 	"\tLocalTime\x10\x12\x12\x11\n" +
 	"\rLocalDateTime\x10\x13\x12\x12\n" +
-	"\x0eProtobufNative\x10\x14\"\x8e\t\n" +
+	"\x0eProtobufNative\x10\x14\x12\x0f\n" +
+	"\vAutoConsume\x10\x15\"\x8e\t\n" +
 	"\x0fMessageMetadata\x12#\n" +
 	"\rproducer_name\x18\x01 \x02(\tR\fproducerName\x12\x1f\n" +
 	"\vsequence_id\x18\x02 \x02(\x04R\n" +
