@@ -38,6 +38,7 @@ func New(b *broker.Broker, opts ...Option) *Server {
 	s.routeTopics()
 	s.routePolicies()
 	s.routeSchemas()
+	s.routeSchemaPolicies()
 	s.routeSecurity()
 	s.routeTransactions()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -112,6 +113,8 @@ func (s *Server) routeSchemas() {
 	m.HandleFunc("GET "+topic+"/schemas", s.getSchemas)
 	m.HandleFunc("POST "+topic+"/schema", s.postSchema)
 	m.HandleFunc("DELETE "+topic+"/schema", s.deleteSchema)
+	m.HandleFunc("POST "+topic+"/compatibility", s.schemaCompatibility)
+	m.HandleFunc("POST "+topic+"/version", s.schemaVersion)
 	m.HandleFunc("GET /lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}", s.inNamespace(s.lookup))
 	m.HandleFunc("GET /lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}/bundle", s.bundle)
 }

@@ -102,6 +102,8 @@ func TestBadRequestsGetPulsarsStatusAndChangeNothing(t *testing.T) {
 
 	const topic = "/admin/v2/persistent/public/default/t"
 	const ns = "/admin/v2/namespaces/public/default"
+	const schema = "/admin/v2/schemas/public/default/t"
+	const nsStrategy = "/admin/v2/namespaces/public/default/schemaCompatibilityStrategy"
 	cases := []struct {
 		name, method, path, body string
 		status                   int
@@ -178,6 +180,26 @@ func TestBadRequestsGetPulsarsStatusAndChangeNothing(t *testing.T) {
 		{"partitioned topics of an unknown namespace", "GET", "/admin/v2/persistent/public/none/partitioned", ``, 404},
 		{"lookup in an unknown namespace", "GET", "/lookup/v2/topic/persistent/public/none/t", ``, 404},
 		{"namespace of an unknown tenant", "PUT", "/admin/v2/namespaces/none/ns", ``, 404},
+		{"strategy as an object", "PUT", nsStrategy, `{}`, 400},
+		{"strategy not JSON", "PUT", nsStrategy, `BACKWARD`, 400},
+		{"strategy of an unknown namespace", "PUT", "/admin/v2/namespaces/public/none/schemaCompatibilityStrategy", `"FULL"`, 404},
+		{"strategy by POST", "POST", nsStrategy, `"FULL"`, 405},
+		{"namespace strategy deleted", "DELETE", nsStrategy, ``, 412},
+		{"validation without a body", "POST", "/admin/v2/namespaces/public/default/schemaValidationEnforced", ``, 400},
+		{"validation not a boolean", "POST", "/admin/v2/namespaces/public/default/schemaValidationEnforced", `"yes"`, 400},
+		{"auto update not JSON", "POST", "/admin/v2/namespaces/public/default/isAllowAutoUpdateSchema", `x`, 400},
+		{"topic strategy of an unknown topic", "PUT", "/admin/v2/persistent/public/default/none/schemaCompatibilityStrategy", `"FULL"`, 404},
+		{"topic strategy as an array", "PUT", topic + "/schemaCompatibilityStrategy", `[1]`, 400},
+		{"topic validation of an unknown topic", "POST", "/admin/v2/persistent/public/default/none/schemaValidationEnforced", `true`, 404},
+		{"topic validation deleted", "DELETE", topic + "/schemaValidationEnforced", ``, 405},
+		{"incompatible schema", "POST", schema + "/schema", `{"type":"INT32","schema":""}`, 409},
+		{"malformed schema definition", "POST", schema + "/schema", `{"type":"AVRO","schema":"not json"}`, 422},
+		{"schema without a type", "POST", schema + "/schema", `{"schema":""}`, 500},
+		{"client-side schema type", "POST", schema + "/schema", `{"type":"AUTO_CONSUME","schema":""}`, 422},
+		{"incompatible schema checked", "POST", schema + "/compatibility", `{"type":"INT32","schema":""}`, 500},
+		{"malformed compatibility body", "POST", schema + "/compatibility", `{bad`, 400},
+		{"malformed version body", "POST", schema + "/version", `{bad`, 400},
+		{"schema in an unknown namespace", "POST", "/admin/v2/schemas/public/none/t/schema", `{"type":"STRING","schema":""}`, 404},
 		{"invalid namespace name", "PUT", "/admin/v2/namespaces/public/bad%20name", ``, 412},
 		{"terminate a non-persistent topic", "POST", "/admin/v2/non-persistent/public/default/t/terminate", ``, 406},
 		{"terminate an unknown topic", "POST", "/admin/v2/persistent/public/default/none/terminate", ``, 404},

@@ -89,6 +89,7 @@ func (s *Server) getNamespacePolicies(w http.ResponseWriter, r *http.Request) {
 	doc["clusterDispatchRate"] = doc["topicDispatchRate"]
 	doc["subscriptionDispatchRate"] = byCluster(dispatchRateValue(pol.SubscriptionDispatchRate))
 	doc["publishMaxMessageRate"] = byCluster(publishRateEndpoint.value(pol))
+	s.addSchemaPolicies(doc, pol)
 	reply(w, doc, nil)
 }
 

@@ -35,7 +35,7 @@ func TestPolicySetThroughTheAPIIsSeenByTheEndpointsAndBack(t *testing.T) {
 	if ttl, err := a.Topics().GetMessageTTL(tn); err != nil || ttl != -1 {
 		t.Fatalf("the topic's own TTL: %d, %v; want -1 (unset)", ttl, err)
 	}
-	if status, body := call(t, base, "GET", "/admin/v2/persistent/public/default/policy/messageTTL?applied=true", ""); status != http.StatusOK || string(body) != "90\n" {
+	if status, body := call(t, base, "GET", "/admin/v2/persistent/public/default/policy/messageTTL?applied=true", ""); status != http.StatusOK || string(body) != "90" {
 		t.Fatalf("applied TTL: %d %q, want the namespace's 90", status, body)
 	}
 
@@ -66,6 +66,12 @@ func TestPolicySetThroughTheAPIIsSeenByTheEndpointsAndBack(t *testing.T) {
 func TestSchemaVersionsListed(t *testing.T) {
 	b, a, _ := startAdmin(t)
 	const topic = "persistent://public/default/versions"
+	if err := b.CreateTopic(topic); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.UpdateTopicPolicies(topic, func(p *broker.Policies) { p.SchemaCompatibilityStrategy = new(broker.SchemaAlwaysCompatible) }); err != nil {
+		t.Fatal(err)
+	}
 	for _, typ := range []string{"STRING", "INT64"} {
 		if _, err := b.PutSchema(topic, broker.Schema{Type: typ}); err != nil {
 			t.Fatal(err)

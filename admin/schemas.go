@@ -1,7 +1,7 @@
 package admin
 
 import (
-	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -67,21 +67,34 @@ func (s *Server) getSchemas(w http.ResponseWriter, r *http.Request) {
 	reply(w, map[string]any{"getSchemaResponses": out}, nil)
 }
 
-// postSchema registers a schema given as Pulsar's PostSchemaPayload and
-// answers its version.
-func (s *Server) postSchema(w http.ResponseWriter, r *http.Request) {
+// schemaPayload is Pulsar's PostSchemaPayload.
+type schemaPayload struct {
+	Type       *string           `json:"type"`
+	Schema     string            `json:"schema"`
+	Properties map[string]string `json:"properties"`
+}
+
+// readSchemaPayload reads the topic and the schema of a request.
+func readSchemaPayload(r *http.Request) (string, broker.Schema, error) {
 	topic, err := topicFromPath(r)
-	var body struct {
-		Type       string            `json:"type"`
-		Schema     string            `json:"schema"`
-		Properties map[string]string `json:"properties"`
-	}
+	var body schemaPayload
 	if err == nil {
 		err = decodeJSON(r, &body)
 	}
+	sc := broker.Schema{Data: []byte(body.Schema), Properties: body.Properties}
+	if body.Type != nil {
+		sc.Type = *body.Type
+	}
+	return topic, sc, err
+}
+
+// postSchema registers a schema given as Pulsar's PostSchemaPayload and
+// answers its version.
+func (s *Server) postSchema(w http.ResponseWriter, r *http.Request) {
+	topic, sc, err := readSchemaPayload(r)
 	var v int64
 	if err == nil {
-		v, err = s.b.PutSchema(topic, broker.Schema{Type: body.Type, Data: []byte(body.Schema), Properties: body.Properties})
+		v, err = s.b.PutSchema(topic, sc)
 	}
 	if err != nil {
 		reply(w, nil, err)
@@ -90,16 +103,56 @@ func (s *Server) postSchema(w http.ResponseWriter, r *http.Request) {
 	reply(w, map[string]any{"version": map[string]int64{"version": v}}, nil)
 }
 
-func (s *Server) deleteSchema(w http.ResponseWriter, r *http.Request) {
-	topic, err := topicFromPath(r)
+// schemaCompatibility answers whether a schema could be registered, as
+// Pulsar's IsCompatibilityResponse (202). Pulsar answers an incompatible
+// or malformed schema with an unexpected-error 500 and the reason.
+func (s *Server) schemaCompatibility(w http.ResponseWriter, r *http.Request) {
+	topic, sc, err := readSchemaPayload(r)
+	var strategy broker.SchemaCompatibility
 	if err == nil {
-		err = s.b.DeleteSchema(topic)
+		strategy, err = s.b.CheckSchemaCompatibility(topic, sc)
+	}
+	if errors.Is(err, broker.ErrIncompatibleSchema) || errors.Is(err, broker.ErrInvalidSchemaData) ||
+		errors.Is(err, broker.ErrSchemaCheckFailed) {
+		err = errStatus(http.StatusInternalServerError, err.Error())
 	}
 	if err != nil {
 		reply(w, nil, err)
 		return
 	}
-	reply(w, map[string]any{"version": map[string]int64{"version": 0}}, nil)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	writeJSON(w, map[string]any{"compatibility": true, "schemaCompatibilityStrategy": strategy})
+}
+
+// schemaVersion answers the version of the topic's schema that is the
+// same as the one given, -1 for none.
+func (s *Server) schemaVersion(w http.ResponseWriter, r *http.Request) {
+	topic, sc, err := readSchemaPayload(r)
+	var v int64
+	if err == nil {
+		v, err = s.b.SchemaVersionOf(topic, sc)
+	}
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	reply(w, map[string]int64{"version": v}, nil)
+}
+
+// deleteSchema deletes a topic's schema (?force=true forgets every
+// version) and answers the version the deletion took.
+func (s *Server) deleteSchema(w http.ResponseWriter, r *http.Request) {
+	topic, err := topicFromPath(r)
+	var v int64
+	if err == nil {
+		v, err = s.b.DeleteSchema(topic, boolParam(r, "force"))
+	}
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	reply(w, map[string]int64{"version": v}, nil)
 }
 
 // lookup answers an HTTP lookup: this broker serves every topic.
@@ -127,5 +180,5 @@ func (s *Server) bundle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode("0x00000000_0xffffffff")
+	writeJSON(w, "0x00000000_0xffffffff")
 }

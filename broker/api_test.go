@@ -241,6 +241,12 @@ func TestSchemaPutByTheAPIMatchesAProducersSchema(t *testing.T) {
 	if v, err := b.PutSchema(topic, broker.Schema{Type: "JSON", Data: got.Data}); err != nil || v != 0 {
 		t.Fatalf("putting the producer's schema again: version %d, %v; want 0", v, err)
 	}
+	if _, err := b.PutSchema(topic, broker.Schema{Type: "STRING"}); !errors.Is(err, broker.ErrIncompatibleSchema) {
+		t.Fatalf("a new type under the default strategy: %v", err)
+	}
+	if err := b.UpdateTopicPolicies(topic, func(p *broker.Policies) { p.SchemaCompatibilityStrategy = new(broker.SchemaAlwaysCompatible) }); err != nil {
+		t.Fatal(err)
+	}
 	if v, err := b.PutSchema(topic, broker.Schema{Type: "STRING", Properties: map[string]string{"p": "1"}}); err != nil || v != 1 {
 		t.Fatalf("putting a new schema: version %d, %v; want 1", v, err)
 	}
@@ -251,8 +257,8 @@ func TestSchemaPutByTheAPIMatchesAProducersSchema(t *testing.T) {
 	if err != nil || len(list) != 2 || list[1].Type != "STRING" || list[1].Properties["p"] != "1" {
 		t.Fatalf("versions %+v, %v", list, err)
 	}
-	if err := b.DeleteSchema(topic); err != nil {
-		t.Fatal(err)
+	if v, err := b.DeleteSchema(topic, false); err != nil || v != 2 {
+		t.Fatalf("delete: version %d, %v; want 2", v, err)
 	}
 	if _, err := b.Schema(topic, -1); !errors.Is(err, broker.ErrSchemaNotFound) {
 		t.Fatalf("after delete: %v", err)

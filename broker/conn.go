@@ -373,12 +373,18 @@ func (c *conn) run(f protocol.Frame) bool {
 	case pb.BaseCommand_PARTITIONED_METADATA:
 		c.handlePartitionedMetadata(cmd.PartitionMetadata)
 	case pb.BaseCommand_PRODUCER:
+		if !knownSchemaType(cmd.Producer.Schema) {
+			return c.closeForSchema()
+		}
 		c.handleProducer(cmd.Producer)
 	case pb.BaseCommand_SEND:
 		return c.handleSend(cmd.Send, f.Payload)
 	case pb.BaseCommand_CLOSE_PRODUCER:
 		c.handleCloseProducer(cmd.CloseProducer)
 	case pb.BaseCommand_SUBSCRIBE:
+		if !knownSchemaType(cmd.Subscribe.Schema) {
+			return c.closeForSchema()
+		}
 		c.handleSubscribe(cmd.Subscribe)
 	case pb.BaseCommand_FLOW:
 		return c.handleFlow(cmd.Flow)
@@ -401,6 +407,9 @@ func (c *conn) run(f protocol.Frame) bool {
 	case pb.BaseCommand_GET_SCHEMA:
 		c.handleGetSchema(cmd.GetSchema)
 	case pb.BaseCommand_GET_OR_CREATE_SCHEMA:
+		if !knownSchemaType(cmd.GetOrCreateSchema.Schema) {
+			return c.closeForSchema()
+		}
 		c.handleGetOrCreateSchema(cmd.GetOrCreateSchema)
 	case pb.BaseCommand_AUTH_RESPONSE:
 		return c.handleAuthResponse(cmd.AuthResponse)

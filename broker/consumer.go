@@ -25,6 +25,9 @@ type Consumer struct {
 	out      meter             // messages delivered, under the topic's lock
 	bytesOut int64             // under the topic's lock
 	flowed   bool              // it has sent a FLOW, under the topic's lock
+	// autoConsume: it subscribed with an AUTO_CONSUME schema, which takes
+	// whatever schema the topic has.
+	autoConsume bool
 	// activeNote is an ACTIVE_CONSUMER_CHANGE held until the first FLOW
 	// (Failover; see tellActiveLocked), under the topic's lock.
 	activeNote *pb.BaseCommand

@@ -57,6 +57,17 @@ var (
 	ErrInvalidPolicy = errors.New("Invalid policy value")
 	// ErrInvalidSchema: a schema's type is not one of Pulsar's.
 	ErrInvalidSchema = errors.New("Invalid schema")
+	// ErrInvalidSchemaData: a schema's definition is malformed for its
+	// type (Pulsar's InvalidSchemaDataException).
+	ErrInvalidSchemaData = errors.New("Invalid schema data")
+	// ErrIncompatibleSchema: a schema is incompatible with the topic's
+	// schemas under the strategy in force (IncompatibleSchemaException).
+	ErrIncompatibleSchema = errors.New("Incompatible schema")
+	// ErrSchemaCheckFailed: Pulsar's schema check itself failed with an
+	// unexpected exception (a default value of the wrong type, a
+	// definition it cannot read back), which it reports as an internal
+	// error.
+	ErrSchemaCheckFailed = errors.New("Schema check failed")
 	// ErrInvalidPartitions: a partitioned topic needs at least one
 	// partition.
 	ErrInvalidPartitions = errors.New("Number of partitions should be more than 0")

@@ -81,6 +81,21 @@ type Policies struct {
 	// delayed_delivery_policies). Default: active, a 1 s tick, no maximum
 	// delay.
 	DelayedDelivery *DelayedDelivery
+
+	// SchemaCompatibilityStrategy is the schema compatibility strategy
+	// (schemaCompatibilityStrategy, schema_compatibility_strategy): which
+	// new schemas a producer, a consumer or the admin API may register.
+	// Default SchemaFull. Pulsar's UNDEFINED is nil here.
+	SchemaCompatibilityStrategy *SchemaCompatibility
+	// SchemaValidationEnforced refuses producers without a schema on a
+	// topic that has one (schemaValidationEnforced,
+	// isSchemaValidationEnforced). Default false.
+	SchemaValidationEnforced *bool
+	// AllowAutoUpdateSchema lets producers and consumers register new
+	// schemas (is_allow_auto_update_schema,
+	// isAllowAutoUpdateSchemaEnabled); when false only the admin API does.
+	// Pulsar sets it per namespace, not per topic. Default true.
+	AllowAutoUpdateSchema *bool
 }
 
 // Retention is a retention policy (Pulsar's RetentionPolicies). Both zero
@@ -188,6 +203,9 @@ func defaultPolicies() Policies {
 		MessageAgeBacklogQuota:            new(noQuota),
 		DeduplicationEnabled:              new(false),
 		DelayedDelivery:                   &DelayedDelivery{Active: true, TickMillis: 1000},
+		SchemaCompatibilityStrategy:       new(SchemaFull),
+		SchemaValidationEnforced:          new(false),
+		AllowAutoUpdateSchema:             new(true),
 	}
 }
 
@@ -225,6 +243,9 @@ func (p Policies) validate() error {
 		if q != nil && !q.Policy.valid() {
 			return errorf(ErrInvalidPolicy, "the attribute policy cannot be null")
 		}
+	}
+	if v := p.SchemaCompatibilityStrategy; v != nil && !v.valid() {
+		return errorf(ErrInvalidPolicy, "Invalid schema compatibility strategy %s", *v)
 	}
 	return nil
 }

@@ -92,17 +92,24 @@ func (c *conn) producer(id uint64) *Producer {
 	return c.producers[id]
 }
 
-// attachProducerLocked applies the topic's checks and its access mode to a
-// new producer and answers its PRODUCER: refused, queued for the topic
+// attachProducerLocked registers a new producer's schema, applies the
+// topic's checks and its access mode, and answers its PRODUCER: refused,
+// queued for the topic
 // (WaitForExclusive), or attached; the producers it fences are closed from
 // the broker side.
 func (t *Topic) attachProducerLocked(prod *Producer, p *pb.CommandProducer) {
 	c, reqID := prod.conn, p.GetRequestId()
+	// Pulsar registers the schema before it looks at the topic's producers.
+	version, fail := c.b.addSchema(t.name, p.Schema)
+	if fail != nil {
+		c.send(protocol.ErrorCommand(reqID, fail.code, fail.producerMessage()))
+		return
+	}
+	prod.schemaVersion = version
 	if refusal := t.checkProducerLocked(prod, p); refusal != nil {
 		c.send(refusal)
 		return
 	}
-	prod.schemaVersion = c.b.schemaVersion(t.name, p.Schema)
 	ok, queued, refusal := t.admitProducerLocked(prod, p)
 	if refusal != nil {
 		c.send(refusal)

@@ -8,16 +8,67 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/pulsarsim/pulsarsim/protocol"
+	"github.com/pulsarsim/pulsarsim/internal/avro"
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
 )
 
 // Schemas are kept per topic, for all partitions of a partitioned topic
 // together (as Pulsar keys them by the base name), as a list of versions 0,
-// 1, 2…; every new schema is accepted, i.e. compatibility is "always
-// compatible". A version is written on the wire as an 8-byte big-endian
-// number, as Pulsar's schema storage writes it; no schema is the empty
-// version.
+// 1, 2…. Deleting a topic's schema adds a deletion as a version of its own,
+// as Pulsar's registry does: the versions before it are gone, and the next
+// schema takes the next number. A forced delete forgets every version, and
+// numbering starts again at 0.
+//
+// A new schema is registered, or refused, as Pulsar 4.0's registry decides
+// (schemaregistry.go, schemacheck.go). A version is written on the wire as an
+// 8-byte big-endian number; no schema is the empty version.
+
+// SchemaCompatibility is a schema compatibility strategy (Pulsar's
+// SchemaCompatibilityStrategy): which new schemas a topic accepts.
+type SchemaCompatibility string
+
+// The schema compatibility strategies. A non-transitive strategy checks a
+// new schema against the newest one, a transitive one against every version
+// since the last deletion.
+const (
+	// SchemaAlwaysIncompatible refuses every new schema.
+	SchemaAlwaysIncompatible SchemaCompatibility = "ALWAYS_INCOMPATIBLE"
+	// SchemaAlwaysCompatible accepts every new schema.
+	SchemaAlwaysCompatible SchemaCompatibility = "ALWAYS_COMPATIBLE"
+	// SchemaBackward: the new schema can read data written with the newest.
+	SchemaBackward SchemaCompatibility = "BACKWARD"
+	// SchemaForward: the newest can read data written with the new schema.
+	SchemaForward SchemaCompatibility = "FORWARD"
+	// SchemaFull is both, Pulsar's default.
+	SchemaFull SchemaCompatibility = "FULL"
+	// SchemaBackwardTransitive is SchemaBackward against every version.
+	SchemaBackwardTransitive SchemaCompatibility = "BACKWARD_TRANSITIVE"
+	// SchemaForwardTransitive is SchemaForward against every version.
+	SchemaForwardTransitive SchemaCompatibility = "FORWARD_TRANSITIVE"
+	// SchemaFullTransitive is SchemaFull against every version.
+	SchemaFullTransitive SchemaCompatibility = "FULL_TRANSITIVE"
+)
+
+// SchemaCompatibilities are the strategies in Pulsar's order: a strategy's
+// index plus one is its ordinal in Pulsar's enum, where 0 is UNDEFINED (no
+// strategy of this level).
+var SchemaCompatibilities = []SchemaCompatibility{SchemaAlwaysIncompatible, SchemaAlwaysCompatible,
+	SchemaBackward, SchemaForward, SchemaFull, SchemaBackwardTransitive, SchemaForwardTransitive, SchemaFullTransitive}
+
+// valid reports whether c is one of the strategies.
+func (c SchemaCompatibility) valid() bool {
+	for _, s := range SchemaCompatibilities {
+		if c == s {
+			return true
+		}
+	}
+	return false
+}
+
+// transitive reports whether c checks every version.
+func (c SchemaCompatibility) transitive() bool {
+	return c == SchemaBackwardTransitive || c == SchemaForwardTransitive || c == SchemaFullTransitive
+}
 
 func encodeSchemaVersion(v int) []byte {
 	return binary.BigEndian.AppendUint64(nil, uint64(v))
@@ -31,33 +82,23 @@ func decodeSchemaVersion(v []byte) int64 {
 	return int64(binary.BigEndian.Uint64(v))
 }
 
-// storedSchema is one version of a topic's schema.
+// storedSchema is one version of a topic's schema; a deletion has no
+// schema.
 type storedSchema struct {
 	s  *pb.Schema
 	at time.Time // when it was registered, by the broker clock
 }
 
-// schemaVersion returns the version of s on topic tn, registering s as a new
-// version when it is new. A nil schema is "no schema": it gets the empty
-// version, as Pulsar's tryAddSchema answers when schema validation is not
-// enforced (the default). An explicit bytes schema (type None) is stored like
-// any other.
-func (b *Broker) schemaVersion(tn TopicName, s *pb.Schema) []byte {
-	if s == nil {
-		return []byte{}
-	}
-	key := tn.Base().String()
-	now := b.cfg.clock.Now()
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// liveSchemasLocked returns the versions of a topic's schema since its last
+// deletion and the version number of the first of them.
+func (b *Broker) liveSchemasLocked(key string) ([]storedSchema, int) {
 	list := b.schemas[key]
-	for i, have := range list {
-		if have.s.GetType() == s.GetType() && bytes.Equal(have.s.GetSchemaData(), s.GetSchemaData()) {
-			return encodeSchemaVersion(i)
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i].s == nil {
+			return list[i+1:], i + 1
 		}
 	}
-	b.schemas[key] = append(list, storedSchema{proto.Clone(s).(*pb.Schema), now})
-	return encodeSchemaVersion(len(list))
+	return list, 0
 }
 
 // schemaAt returns the schema of tn with the given version bytes (the newest
@@ -65,26 +106,24 @@ func (b *Broker) schemaVersion(tn TopicName, s *pb.Schema) []byte {
 func (b *Broker) schemaAt(tn TopicName, version []byte) (*pb.Schema, []byte) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	list := b.schemas[tn.Base().String()]
-	if len(list) == 0 {
+	live, first := b.liveSchemasLocked(tn.Base().String())
+	if len(live) == 0 {
 		return nil, nil
 	}
 	if len(version) == 0 {
-		return list[len(list)-1].s, encodeSchemaVersion(len(list) - 1)
+		return live[len(live)-1].s, encodeSchemaVersion(first + len(live) - 1)
 	}
-	if len(version) != 8 {
+	v := decodeSchemaVersion(version)
+	if v < int64(first) || v >= int64(first+len(live)) {
 		return nil, nil
 	}
-	v := binary.BigEndian.Uint64(version)
-	if v >= uint64(len(list)) {
-		return nil, nil
-	}
-	return list[v].s, version
+	return live[v-int64(first)].s, version
 }
 
 // Schema is one version of a topic's schema, as a plain value.
 type Schema struct {
-	// Version numbers a topic's schemas 0, 1, 2… in registration order.
+	// Version numbers a topic's schemas 0, 1, 2… in registration order
+	// (a deletion takes a number too).
 	Version int64
 	// Type is Pulsar's name of the schema type: "NONE" (bytes), "STRING",
 	// "JSON", "AVRO", "PROTOBUF", "PROTOBUF_NATIVE", "KEY_VALUE", "INT32"…
@@ -106,6 +145,7 @@ var schemaTypeNames = map[pb.Schema_Type]string{
 	pb.Schema_Timestamp: "TIMESTAMP", pb.Schema_KeyValue: "KEY_VALUE", pb.Schema_Instant: "INSTANT",
 	pb.Schema_LocalDate: "LOCAL_DATE", pb.Schema_LocalTime: "LOCAL_TIME",
 	pb.Schema_LocalDateTime: "LOCAL_DATE_TIME", pb.Schema_ProtobufNative: "PROTOBUF_NATIVE",
+	pb.Schema_AutoConsume: "AUTO_CONSUME",
 }
 
 // schemaValue turns a stored version into a Schema.
@@ -119,7 +159,8 @@ func schemaValue(v int, st storedSchema) Schema {
 }
 
 // Schema returns version v of a topic's schema, or its newest version when v
-// is negative. It fails with ErrSchemaNotFound when there is none.
+// is negative. It fails with ErrSchemaNotFound when there is none, or when
+// that version was deleted.
 func (b *Broker) Schema(topic string, v int64) (Schema, error) {
 	tn, err := ParseTopicName(topic)
 	if err != nil {
@@ -127,18 +168,18 @@ func (b *Broker) Schema(topic string, v int64) (Schema, error) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	list := b.schemas[tn.Base().String()]
+	live, first := b.liveSchemasLocked(tn.Base().String())
 	if v < 0 {
-		v = int64(len(list)) - 1
+		v = int64(first + len(live) - 1)
 	}
-	if v < 0 || v >= int64(len(list)) {
+	if v < int64(first) || v >= int64(first+len(live)) {
 		return Schema{}, ErrSchemaNotFound
 	}
-	return schemaValue(int(v), list[v]), nil
+	return schemaValue(int(v), live[v-int64(first)]), nil
 }
 
-// Schemas returns every version of a topic's schema, oldest first (none for
-// a topic without a schema).
+// Schemas returns the versions of a topic's schema since its last deletion,
+// oldest first (none for a topic without a schema).
 func (b *Broker) Schemas(topic string) ([]Schema, error) {
 	tn, err := ParseTopicName(topic)
 	if err != nil {
@@ -147,29 +188,32 @@ func (b *Broker) Schemas(topic string) ([]Schema, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := []Schema{}
-	for i, st := range b.schemas[tn.Base().String()] {
-		out = append(out, schemaValue(i, st))
+	live, first := b.liveSchemasLocked(tn.Base().String())
+	for i, st := range live {
+		out = append(out, schemaValue(first+i, st))
 	}
 	return out, nil
 }
 
-// PutSchema registers s as a topic's schema, as a producer's schema would
-// be, and returns its version: the version of an identical schema (same type
-// and data) when there is one, else a new one. Every schema is compatible.
-// An unknown type fails with ErrInvalidSchema.
-func (b *Broker) PutSchema(topic string, s Schema) (int64, error) {
-	tn, err := ParseTopicName(topic)
-	if err != nil {
-		return 0, err
-	}
+// protoSchema turns a Schema into the wire form the registry keeps. An
+// unknown type fails with ErrInvalidSchema, worded as Pulsar's enum lookup
+// fails.
+func protoSchema(tn TopicName, s Schema) (*pb.Schema, error) {
 	typ, ok := pb.Schema_None, false
 	for t, name := range schemaTypeNames {
 		if name == s.Type {
 			typ, ok = t, true
 		}
 	}
-	if !ok {
-		return 0, errorf(ErrInvalidSchema, "Invalid schema type %s", s.Type)
+	switch {
+	case s.Type == "BYTES":
+		typ, ok = pb.Schema_None, true // stored as NONE, as Pulsar stores it
+	case s.Type == "AUTO_CONSUME" || s.Type == "AUTO_PUBLISH" || s.Type == "AUTO":
+		return nil, errorf(ErrInvalidSchemaData, "Schema %s is a client-side schema type", s.Type)
+	case s.Type == "":
+		return nil, errorf(ErrInvalidSchema, "Name is null")
+	case !ok:
+		return nil, errorf(ErrInvalidSchema, "No enum constant org.apache.pulsar.common.schema.SchemaType.%s", s.Type)
 	}
 	ps := &pb.Schema{Name: proto.String(tn.Local), Type: typ.Enum(), SchemaData: bytes.Clone(s.Data)}
 	keys := make([]string, 0, len(s.Properties))
@@ -180,54 +224,113 @@ func (b *Broker) PutSchema(topic string, s Schema) (int64, error) {
 	for _, k := range keys {
 		ps.Properties = append(ps.Properties, &pb.KeyValue{Key: proto.String(k), Value: proto.String(s.Properties[k])})
 	}
-	return decodeSchemaVersion(b.schemaVersion(tn, ps)), nil
+	return ps, nil
 }
 
-// DeleteSchema removes every version of a topic's schema.
-func (b *Broker) DeleteSchema(topic string) error {
+// PutSchema registers s as a topic's schema, as Pulsar's admin API does
+// (whatever the namespace's auto-update setting), and returns its version:
+// the version of the same schema when there is one, else a new one if it
+// is compatible with the topic's schemas under the strategy in force. A
+// topic of a namespace that does not exist fails with ErrNamespaceNotFound,
+// an incompatible schema with ErrIncompatibleSchema, a malformed
+// definition with ErrInvalidSchemaData, an unknown type with
+// ErrInvalidSchema; their messages are Pulsar's.
+func (b *Broker) PutSchema(topic string, s Schema) (int64, error) {
 	tn, err := ParseTopicName(topic)
 	if err != nil {
-		return err
+		return 0, err
+	}
+	ps, err := protoSchema(tn, s)
+	if err != nil {
+		return 0, err
+	}
+	if !b.NamespaceExists(tn.NamespaceName()) {
+		return 0, ErrNamespaceNotFound
+	}
+	strategy := b.schemaStrategy(tn)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	v, fail := b.putSchemaLocked(tn.Base().String(), ps, strategy)
+	if fail != nil {
+		return 0, fail.err()
+	}
+	return int64(v), nil
+}
+
+// CheckSchemaCompatibility reports whether s could be registered as a
+// topic's next schema, as Pulsar's compatibility endpoint does, and the
+// strategy in force. A schema that could not fails with the error
+// PutSchema would return.
+func (b *Broker) CheckSchemaCompatibility(topic string, s Schema) (SchemaCompatibility, error) {
+	tn, err := ParseTopicName(topic)
+	if err != nil {
+		return "", err
+	}
+	ps, err := protoSchema(tn, s)
+	if err != nil {
+		return "", err
+	}
+	if !b.NamespaceExists(tn.NamespaceName()) {
+		return "", ErrNamespaceNotFound
+	}
+	strategy := b.schemaStrategy(tn)
+	if fail := validateSchemaData(ps); fail != nil {
+		return strategy, fail.err()
 	}
 	b.mu.Lock()
-	delete(b.schemas, tn.Base().String())
-	b.mu.Unlock()
-	return nil
+	defer b.mu.Unlock()
+	live, _ := b.liveSchemasLocked(tn.Base().String())
+	if fail := checkCompatibility(live, ps, strategy); fail != nil {
+		return strategy, fail.err()
+	}
+	return strategy, nil
 }
 
-// handleGetSchema answers GET_SCHEMA; errors travel inside the response, as
-// in Pulsar.
-func (c *conn) handleGetSchema(g *pb.CommandGetSchema) {
-	resp := &pb.CommandGetSchemaResponse{RequestId: proto.Uint64(g.GetRequestId())}
-	tn, err := ParseTopicName(g.GetTopic())
-	var s *pb.Schema
-	var v []byte
-	if err == nil {
-		s, v = c.b.schemaAt(tn, g.GetSchemaVersion())
+// SchemaVersionOf returns the version of a topic's schema that is the same
+// as s, or -1 when none is, as Pulsar's schema version endpoint answers.
+func (b *Broker) SchemaVersionOf(topic string, s Schema) (int64, error) {
+	tn, err := ParseTopicName(topic)
+	if err != nil {
+		return 0, err
 	}
-	switch {
-	case err != nil:
-		resp.ErrorCode = pb.ServerError_InvalidTopicName.Enum()
-		resp.ErrorMessage = proto.String(err.Error())
-	case s == nil:
-		resp.ErrorCode = pb.ServerError_TopicNotFound.Enum()
-		resp.ErrorMessage = proto.String("Topic not found or no-schema")
-	default:
-		resp.Schema = s
-		resp.SchemaVersion = v
+	ps, err := protoSchema(tn, s)
+	if err != nil {
+		return 0, err
 	}
-	c.send(protocol.Base(pb.BaseCommand_GET_SCHEMA_RESPONSE, resp))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	live, first := b.liveSchemasLocked(tn.Base().String())
+	var parsed *avro.Schema
+	if parsedByAvro(ps.GetType()) {
+		if parsed, _ = parseAvro(ps.GetSchemaData()); parsed == nil {
+			return -1, nil
+		}
+	}
+	for i, st := range live {
+		if same, fail := sameDefinition(st.s, ps, parsed); fail == nil && same {
+			return int64(first + i), nil
+		}
+	}
+	return -1, nil
 }
 
-// handleGetOrCreateSchema answers GET_OR_CREATE_SCHEMA, registering the schema
-// as a new version when the topic does not have it yet.
-func (c *conn) handleGetOrCreateSchema(g *pb.CommandGetOrCreateSchema) {
-	resp := &pb.CommandGetOrCreateSchemaResponse{RequestId: proto.Uint64(g.GetRequestId())}
-	if tn, err := ParseTopicName(g.GetTopic()); err != nil {
-		resp.ErrorCode = pb.ServerError_InvalidTopicName.Enum()
-		resp.ErrorMessage = proto.String(err.Error())
-	} else {
-		resp.SchemaVersion = c.b.schemaVersion(tn, g.GetSchema())
+// DeleteSchema deletes a topic's schema and returns the version the
+// deletion took, as Pulsar does: the versions so far are gone and the next
+// schema gets the next number. With force it forgets every version instead
+// (the answer is -1) and numbering starts again.
+func (b *Broker) DeleteSchema(topic string, force bool) (int64, error) {
+	tn, err := ParseTopicName(topic)
+	if err != nil {
+		return 0, err
 	}
-	c.send(protocol.Base(pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE, resp))
+	key := tn.Base().String()
+	now := b.cfg.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if force {
+		delete(b.schemas, key)
+		return -1, nil
+	}
+	b.schemas[key] = append(b.schemas[key], storedSchema{at: now})
+	return int64(len(b.schemas[key]) - 1), nil
 }

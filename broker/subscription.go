@@ -218,6 +218,10 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 	typ := dispatch.SubType(sub.GetSubType())
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if fail := t.consumerSchemaLocked(sub.GetSchema()); fail != nil {
+		refuse(&refusal{fail.code, fail.msg})
+		return
+	}
 	s, r := t.subscriptionForLocked(c, sub, typ)
 	if r == nil {
 		r = s.attachConsumerLocked(c, sub, typ)
@@ -337,6 +341,7 @@ func (s *Subscription) attachConsumerLocked(c *conn, sub *pb.CommandSubscribe, t
 	cons := &Consumer{
 		ID: sub.GetConsumerId(), Name: spec.Name, conn: c, sub: s, dispID: spec.ID,
 		priority: sub.GetPriorityLevel(), metadata: properties(sub.GetMetadata()), since: time.Now(),
+		autoConsume: sub.GetSchema().GetType() == pb.Schema_AutoConsume,
 	}
 	s.consumers[spec.ID] = cons
 	c.mu.Lock()
