@@ -30,6 +30,16 @@ func (s *Server) routeBacklogQuotas() {
 	s.mux.HandleFunc("GET "+topic+"backlogQuotaMap", s.topicBacklogQuotas)
 	s.mux.HandleFunc("POST "+topic+"backlogQuota", s.setTopicBacklogQuota)
 	s.mux.HandleFunc("DELETE "+topic+"backlogQuota", s.removeTopicBacklogQuota)
+	s.mux.HandleFunc("GET "+backlogQuotaCheckPath, s.backlogQuotaCheck)
+}
+
+// backlogQuotaCheckPath triggers the broker's periodic backlog quota check
+// at once (a super-user's operation).
+const backlogQuotaCheckPath = "/admin/v2/brokers/backlog-quota-check"
+
+func (s *Server) backlogQuotaCheck(w http.ResponseWriter, _ *http.Request) {
+	s.b.RunBacklogQuotaCheck()
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // quotaField returns the field of the request's backlogQuotaType (default

@@ -151,6 +151,8 @@ func accessFor(pattern string) access {
 	switch {
 	case path == "/admin/v2/tenants":
 		return access{accessSuperUser, 0, "LIST_TENANTS"}
+	case path == backlogQuotaCheckPath:
+		return access{accessSuperUser, 0, "CHECK_BACKLOG_QUOTA"}
 	case strings.HasPrefix(path, "/admin/v2/tenants/"):
 		switch method {
 		case "PUT":

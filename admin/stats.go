@@ -41,6 +41,7 @@ type subscriptionJSON struct {
 	Type                             string         `json:"type"`
 	MsgBacklog                       int64          `json:"msgBacklog"`
 	MsgBacklogNoDelayed              int64          `json:"msgBacklogNoDelayed"`
+	BacklogSize                      int64          `json:"backlogSize"`
 	MsgDelayed                       int64          `json:"msgDelayed"`
 	UnackedMessages                  int64          `json:"unackedMessages"`
 	MsgRateOut                       float64        `json:"msgRateOut"`
@@ -97,6 +98,7 @@ func topicStatsDoc(st broker.TopicStats) topicStatsJSON {
 	out.MsgInCounter, out.BytesInCounter = st.MsgInCounter, st.BytesInCounter
 	out.MsgOutCounter, out.BytesOutCounter = st.MsgOutCounter, st.BytesOutCounter
 	out.AverageMsgSize, out.StorageSize = st.AverageMsgSize, st.StorageSize
+	out.BacklogSize = st.BacklogSize
 	for _, p := range st.Publishers {
 		out.Publishers = append(out.Publishers, publisherJSON{
 			AccessMode: p.AccessMode, ProducerID: p.ProducerID, ProducerName: p.ProducerName,
@@ -114,7 +116,7 @@ func topicStatsDoc(st broker.TopicStats) topicStatsJSON {
 // subscriptionDoc renders a subscription's stats as Pulsar's JSON.
 func subscriptionDoc(ss broker.SubscriptionStats) subscriptionJSON {
 	out := subscriptionJSON{
-		Type: ss.Type, MsgBacklog: ss.MsgBacklog, MsgBacklogNoDelayed: ss.MsgBacklogNoDelayed,
+		Type: ss.Type, MsgBacklog: ss.MsgBacklog, MsgBacklogNoDelayed: ss.MsgBacklogNoDelayed, BacklogSize: ss.BacklogSize,
 		MsgDelayed: ss.MsgDelayed, UnackedMessages: ss.UnackedMessages, MsgRateOut: ss.MsgRateOut,
 		MsgThroughputOut: ss.MsgThroughputOut, MsgRateRedeliver: ss.MsgRateRedeliver,
 		MsgOutCounter: ss.MsgOutCounter, BytesOutCounter: ss.BytesOutCounter,
@@ -195,11 +197,13 @@ func addTopicStats(sum *topicStatsJSON, st topicStatsJSON) {
 	sum.BytesInCounter += st.BytesInCounter
 	sum.BytesOutCounter += st.BytesOutCounter
 	sum.StorageSize += st.StorageSize
+	sum.BacklogSize += st.BacklogSize
 	sum.Publishers = append(sum.Publishers, st.Publishers...)
 	for name, ss := range st.Subscriptions {
 		acc := sum.Subscriptions[name]
 		acc.Type, acc.IsDurable = ss.Type, ss.IsDurable
 		acc.MsgBacklog += ss.MsgBacklog
+		acc.BacklogSize += ss.BacklogSize
 		acc.MsgBacklogNoDelayed += ss.MsgBacklogNoDelayed
 		acc.MsgDelayed += ss.MsgDelayed
 		acc.UnackedMessages += ss.UnackedMessages

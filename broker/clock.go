@@ -75,3 +75,6 @@ func (c *OffsetClock) Advance(d time.Duration) {
 
 // Clock returns the broker's clock.
 func (b *Broker) Clock() Clock { return b.cfg.clock }
+
+// nowMillis reads the broker clock in milliseconds since the epoch.
+func (b *Broker) nowMillis() int64 { return b.cfg.clock.Now().UnixMilli() }

@@ -84,7 +84,8 @@ type Event struct {
 	// Properties of a published message (first message of a batch).
 	Properties map[string]string
 	// Reason says why a consumer closed ("client", "disconnect", "broker"),
-	// or a transaction ended ("client", "timeout").
+	// a transaction ended ("client", "timeout"), or entries expired (""
+	// for the message TTL, "backlog-quota" for a backlog quota's eviction).
 	Reason string
 	// Txn is the transaction concerned: of a transactional message
 	// (Published), of an acknowledgement (TxnAcked, and Acked when a

@@ -57,6 +57,12 @@ func (b *Broker) expireAll(now time.Time) {
 func (t *Topic) expire(now time.Time, ttl int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.expireLocked(now, ttl, "")
+}
+
+// expireLocked is expire with the topic's lock held; reason goes into the
+// events ("" for the message TTL).
+func (t *Topic) expireLocked(now time.Time, ttl int64, reason string) {
 	if len(t.subs) == 0 {
 		return
 	}
@@ -83,7 +89,7 @@ func (t *Topic) expire(now time.Time, ttl int64) {
 			s.cur.ExpireThrough(last)
 		}
 		t.b.emit(Event{Kind: EventExpired, Topic: t.full, Subscription: s.name, From: t.eventID(first),
-			ID: t.eventID(last)})
+			ID: t.eventID(last), Reason: reason})
 		s.dispatchLocked()
 	}
 }

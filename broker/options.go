@@ -16,6 +16,8 @@ type config struct {
 	maxMessageSize    int
 	autoCreateTopics  bool
 	autoNamespaces    bool
+	quotaInterval     time.Duration // backlogQuotaCheckIntervalInSeconds; 0: no periodic check
+	preciseQuota      bool          // preciseTimeBasedBacklogQuotaCheck
 	keepAlive         time.Duration
 	logger            *slog.Logger
 	clock             Clock
@@ -55,6 +57,7 @@ func defaultConfig() config {
 		batchIndexAck:     false,
 		ksConsistentHash:  true,
 		expiryInterval:    5 * time.Minute,
+		quotaInterval:     60 * time.Second,
 		writeLow:          DefaultWriteBufferLowWaterMark,
 		writeHigh:         DefaultWriteBufferHighWaterMark,
 		authRefresh:       60 * time.Second,

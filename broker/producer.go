@@ -143,6 +143,9 @@ func (t *Topic) checkProducerLocked(prod *Producer, p *pb.CommandProducer) *pb.B
 	if refusal := t.producerLimitLocked(reqID); refusal != nil {
 		return refusal
 	}
+	if refusal := t.quotaRefusalLocked(reqID); refusal != nil {
+		return refusal
+	}
 	if sub := p.GetInitialSubscriptionName(); sub != "" && t.subs[sub] == nil {
 		if msg, over := t.subscriptionLimitLocked(); over {
 			return protocol.ErrorCommand(reqID, pb.ServerError_NotAllowedError, msg)

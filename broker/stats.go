@@ -21,7 +21,10 @@ type TopicStats struct {
 	BytesOutCounter int64
 	AverageMsgSize  float64
 	// StorageSize is the bytes of the entries still stored.
-	StorageSize   int64
+	StorageSize int64
+	// BacklogSize is the estimated size of the backlog of the slowest
+	// durable subscription, as the backlog quota measures it.
+	BacklogSize   int64
 	Publishers    []PublisherStats // oldest first
 	Subscriptions map[string]SubscriptionStats
 }
@@ -47,13 +50,15 @@ type SubscriptionStats struct {
 	// for their deliver-at time.
 	MsgBacklog          int64
 	MsgBacklogNoDelayed int64
-	MsgDelayed          int64
-	UnackedMessages     int64
-	MsgRateOut          float64
-	MsgThroughputOut    float64
-	MsgRateRedeliver    float64
-	MsgOutCounter       int64
-	BytesOutCounter     int64
+	// BacklogSize is the estimated bytes after the mark-delete position.
+	BacklogSize      int64
+	MsgDelayed       int64
+	UnackedMessages  int64
+	MsgRateOut       float64
+	MsgThroughputOut float64
+	MsgRateRedeliver float64
+	MsgOutCounter    int64
+	BytesOutCounter  int64
 	// Blocked is set while the subscription reads no new entries for its
 	// unacknowledged messages (blockedSubscriptionOnUnackedMsgs).
 	Blocked bool
@@ -106,6 +111,7 @@ func (t *Topic) statsLocked(now time.Time) TopicStats {
 		st.StorageSize += int64(len(e.data))
 		st.MsgInCounter += int64(e.messages)
 	}
+	st.BacklogSize = t.backlogSizeLocked()
 	// Freed entries left the storage but still count as published.
 	st.BytesInCounter = st.StorageSize + t.log.freedBytes
 	st.MsgInCounter += t.log.freedMessages
@@ -155,6 +161,7 @@ func (s *Subscription) statsLocked(now time.Time) SubscriptionStats {
 	ss := SubscriptionStats{
 		Type:            s.typ.String(),
 		MsgBacklog:      s.cur.Backlog(t.log.end()),
+		BacklogSize:     t.sizeAfterLocked(s.cur.MarkDelete()),
 		Durable:         s.durable,
 		MsgRateOut:      s.out.rate(now),
 		MsgOutCounter:   s.out.total,

@@ -17,10 +17,14 @@ import (
 // time pass for the broker. A clock that never moves by itself (ManualClock)
 // only ever reaches a timer through RunTimers.
 
-// subTimer is a subscription's dispatcher timer, due at ms.
+// subTimer is a subscription's dispatcher timer, due at ms, or a task: a
+// function the broker runs at ms (fn set, s nil), such as the periodic
+// backlog quota check. A task runs under the timers' run lock, takes topic
+// locks one at a time, and may register further tasks.
 type subTimer struct {
 	at int64
 	s  *Subscription
+	fn func(at int64)
 }
 
 // timerHeap orders subscription timers, earliest first. A subscription whose
@@ -56,7 +60,21 @@ type timers struct {
 func (ts *timers) add(at int64, s *Subscription) {
 	ts.mu.Lock()
 	first := len(ts.subs) == 0 || at < ts.subs[0].at
-	heap.Push(&ts.subs, subTimer{at, s})
+	heap.Push(&ts.subs, subTimer{at: at, s: s})
+	ts.mu.Unlock()
+	if first {
+		select {
+		case ts.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// addTask registers fn to run at ms, as add does a subscription's timer.
+func (ts *timers) addTask(at int64, fn func(at int64)) {
+	ts.mu.Lock()
+	first := len(ts.subs) == 0 || at < ts.subs[0].at
+	heap.Push(&ts.subs, subTimer{at: at, fn: fn})
 	ts.mu.Unlock()
 	if first {
 		select {
@@ -94,6 +112,7 @@ func (b *Broker) startTimers() {
 	if d := b.cfg.expiryInterval; d > 0 {
 		b.timers.nextExpiry = b.cfg.clock.Now().Add(d)
 	}
+	b.startQuotaChecks()
 	b.wg.Add(1)
 	go b.timerLoop()
 }
@@ -202,6 +221,10 @@ func (b *Broker) runDue() {
 // fireSubTimer runs a subscription's timer at its time, if it is still the
 // subscription's current one.
 func (b *Broker) fireSubTimer(st subTimer) {
+	if st.fn != nil {
+		st.fn(st.at)
+		return
+	}
 	s := st.s
 	t := s.topic
 	t.mu.Lock()

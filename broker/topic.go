@@ -88,11 +88,14 @@ type entryLog struct {
 
 	freedMessages int64 // messages in the freed entries
 	freedBytes    int64 // bytes of the freed entries
+	totalBytes    int64 // bytes of every entry appended, freed or not
 
 	// Blocks: closed lists the end (exclusive) of each closed block not yet
-	// freed, oldest first; the open block holds blockEntries entries and
-	// blockBytes bytes since the last close.
+	// freed, oldest first, and closedAt when it closed (ms, broker clock);
+	// the open block holds blockEntries entries and blockBytes bytes since
+	// the last close.
 	closed       []int64
+	closedAt     []int64
 	blockEntries int64
 	blockBytes   int64
 }
@@ -106,12 +109,16 @@ func (l *entryLog) get(n int64) *entry {
 	return l.entries[n-l.base]
 }
 
-func (l *entryLog) append(e *entry, maxEntries, maxBytes int64) int64 {
+// append stores e, closing the open block at maxEntries or maxBytes (at
+// the time now returns).
+func (l *entryLog) append(e *entry, maxEntries, maxBytes int64, now func() int64) int64 {
 	l.entries = append(l.entries, e)
 	l.blockEntries++
 	l.blockBytes += int64(len(e.data))
+	l.totalBytes += int64(len(e.data))
 	if l.blockEntries >= maxEntries || l.blockBytes >= maxBytes {
 		l.closed = append(l.closed, l.end())
+		l.closedAt = append(l.closedAt, now())
 		l.blockEntries, l.blockBytes = 0, 0
 	}
 	return l.end() - 1
@@ -177,6 +184,7 @@ func (t *Topic) trimLocked() {
 	if n > 0 {
 		t.log.freeThrough(t.log.closed[n-1] - 1)
 		t.log.closed = append(t.log.closed[:0], t.log.closed[n:]...)
+		t.log.closedAt = append(t.log.closedAt[:0], t.log.closedAt[n:]...)
 	}
 }
 
@@ -272,7 +280,7 @@ func (t *Topic) appendLocked(e *entry, producer string, md *pb.MessageMetadata) 
 	if blockBytes <= 0 {
 		blockBytes = DefaultTrimBlockBytes
 	}
-	n := t.log.append(e, block, blockBytes)
+	n := t.log.append(e, block, blockBytes, t.b.nowMillis)
 	if t.b.tracing() && !e.marker {
 		ev := Event{Kind: EventPublished, Topic: t.full, Producer: producer, ID: t.eventID(n),
 			Properties: properties(md.GetProperties())}

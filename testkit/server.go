@@ -115,3 +115,11 @@ func (b *Broker) CloseProducer(topic, producer string) bool {
 // (broker.Broker.CheckSettlement) and returns the violations, nil when all
 // hold.
 func (b *Broker) CheckSettlement() []broker.Violation { return b.srv.CheckSettlement() }
+
+// RunBacklogQuotaCheck applies the backlog quotas now, by the broker clock,
+// as the periodic check does (every minute of broker time by default).
+func (b *Broker) RunBacklogQuotaCheck() { b.srv.RunBacklogQuotaCheck() }
+
+// BacklogSize returns a topic's backlog size in bytes as its backlog quota
+// measures it.
+func (b *Broker) BacklogSize(topic string) (int64, error) { return b.srv.BacklogSize(topic) }

@@ -77,6 +77,10 @@ var confFlags = map[string]string{
 	"anonymousUserRole":                         "anonymous-role",
 	"authorizationEnabled":                      "authorization",
 	"superUserRoles":                            "superusers",
+	"preciseTimeBasedBacklogQuotaCheck":         "precise-backlog-quota-check",
+	"backlogQuotaDefaultLimitBytes":             "backlog-quota-default-limit-bytes",
+	"backlogQuotaDefaultLimitSecond":            "backlog-quota-default-limit-seconds",
+	"backlogQuotaDefaultRetentionPolicy":        "backlog-quota-default-policy",
 }
 
 // applyConfigFile reads a Pulsar standalone.conf and sets every flag it
@@ -116,6 +120,9 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 				return err
 			}
 		}
+	}
+	if err := applyQuotaConf(conf, set); err != nil {
+		return err
 	}
 	if secs := conf["authenticationRefreshCheckSeconds"]; secs != "" {
 		if err := set("auth-refresh", secs+"s"); err != nil {

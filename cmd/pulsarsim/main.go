@@ -71,6 +71,7 @@ func run(args []string) error {
 	verbose := fs.Bool("v", false, "log every connection event")
 	configFile := fs.String("config", "", "a Pulsar standalone.conf: its ports, TLS, authentication and authorization keys set the flags not given")
 	sec := addSecurityFlags(fs)
+	quota := addQuotaFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -83,6 +84,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	quotaOpts, err := quota.brokerOptions()
+	if err != nil {
+		return err
+	}
+	secOpts = append(secOpts, quotaOpts...)
 	tlsCfg, err := sec.tlsConfig()
 	if err != nil {
 		return err
