@@ -79,8 +79,9 @@
 // REST API (package admin) and tests (package testkit) use: tenants,
 // namespaces and topics; subscriptions created at a position and deleted;
 // messages published without a client (Publish, PublishBatch); one stored
-// entry (Entry); stats (TopicStats); schemas; and namespace and topic
-// policies (Policies). It takes and returns plain values, fails with the
+// entry (Entry); stats (TopicStats); schemas; namespace and topic
+// policies (Policies); and transactions (Transactions, NewTransaction,
+// PublishInTransaction, CommitTransaction, AbortTransaction). It takes and returns plain values, fails with the
 // sentinel errors of errors.go, and takes every lock itself.
 // CheckSettlement checks every subscription's settlement state against the
 // invariants of Rule, each topic as one state copied under its lock.

@@ -108,108 +108,128 @@ func TestMaxActiveRefusesNewTransactions(t *testing.T) {
 	}
 }
 
+// coordModel is the model of a coordinator: each transaction's status and
+// the time after which its timeout aborts it.
+type coordModel struct {
+	c    *Coordinator
+	txns map[uint64]*modelTxn
+	next uint64
+	now  int64
+}
+
+type modelTxn struct {
+	status   Status
+	deadline int64 // aborted by its timeout once now > deadline
+}
+
+func (m *coordModel) begin(rt *rapid.T) {
+	timeout := rapid.Int64Range(0, 2000).Draw(rt, "timeout")
+	id, err := m.c.Begin(m.now, timeout, "")
+	if err != nil || id.Least != m.next {
+		rt.Fatalf("Begin = %v %v, want %d", id, err, m.next)
+	}
+	d := m.now + timeout
+	if timeout < TimeoutTick {
+		d = m.now - 1
+	}
+	m.txns[m.next] = &modelTxn{status: Open, deadline: d}
+	m.next++
+}
+
+func (m *coordModel) addProduced(rt *rapid.T, id ID) {
+	err := m.c.AddProduced(id, []string{"t"})
+	switch t := m.txns[id.Least]; {
+	case t == nil && !errors.Is(err, ErrNotFound):
+		rt.Fatalf("AddProduced(%v) = %v, want not found", id, err)
+	case t != nil && t.status != Open && !errors.Is(err, ErrInvalidStatus):
+		rt.Fatalf("AddProduced(%v) = %v, want invalid status", id, err)
+	case t != nil && t.status == Open && err != nil:
+		rt.Fatalf("AddProduced(%v) = %v", id, err)
+	}
+}
+
+func (m *coordModel) startEnd(rt *rapid.T, id ID, commit bool) {
+	_, err := m.c.StartEnd(id, commit, false)
+	want := Aborting
+	if commit {
+		want = Committing
+	}
+	switch t := m.txns[id.Least]; {
+	case t == nil:
+		if !errors.Is(err, ErrNotFound) {
+			rt.Fatalf("StartEnd(%v) = %v, want not found", id, err)
+		}
+	case t.status == Open || t.status == want:
+		if err != nil {
+			rt.Fatalf("StartEnd(%v) = %v", id, err)
+		}
+		t.status = want
+	case !errors.Is(err, ErrInvalidStatus):
+		rt.Fatalf("StartEnd(%v) from %v = %v, want invalid status", id, t.status, err)
+	}
+}
+
+func (m *coordModel) finishEnd(rt *rapid.T, id ID) {
+	_, ok := m.c.FinishEnd(id)
+	t := m.txns[id.Least]
+	if ending := t != nil && (t.status == Committing || t.status == Aborting); ok != ending {
+		rt.Fatalf("FinishEnd(%v) = %v, want %v", id, ok, ending)
+	}
+	if ok {
+		delete(m.txns, id.Least)
+	}
+}
+
+func (m *coordModel) advance(rt *rapid.T) {
+	m.now += rapid.Int64Range(0, 1500).Draw(rt, "advance")
+	due := map[uint64]bool{}
+	for _, id := range m.c.Due(m.now) {
+		due[id.Least] = true
+	}
+	for seq, t := range m.txns {
+		if want := t.status == Open && m.now > t.deadline; due[seq] != want {
+			rt.Fatalf("at %d txn %d (%v, deadline %d): due %v, want %v", m.now, seq, t.status, t.deadline, due[seq], want)
+		}
+		if due[seq] {
+			m.c.StartEnd(ID{0, seq}, false, true)
+			t.status = Aborting
+		}
+	}
+}
+
+func (m *coordModel) checkLowWaterMark(rt *rapid.T) {
+	low, first := int64(0), true
+	for seq := range m.txns {
+		if first || int64(seq)-1 < low {
+			low, first = int64(seq)-1, false
+		}
+	}
+	if got := m.c.LowWaterMark(); got != low {
+		rt.Fatalf("LowWaterMark = %d, want %d", got, low)
+	}
+}
+
 // TestCoordinatorMatchesItsModel drives a coordinator through random
 // begins, registrations, ends and clock moves, and checks each answer
 // against a small model of Pulsar's rules.
 func TestCoordinatorMatchesItsModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		c := NewCoordinator(0, 0)
-		type mtxn struct {
-			status   Status
-			deadline int64 // aborted by timeout once now > deadline
-		}
-		model := map[uint64]*mtxn{}
-		var next uint64
-		now := int64(0)
-		pick := func() ID { return ID{0, rapid.Uint64Range(0, next+1).Draw(rt, "txn")} }
+		m := &coordModel{c: NewCoordinator(0, 0), txns: map[uint64]*modelTxn{}}
+		pick := func() ID { return ID{0, rapid.Uint64Range(0, m.next+1).Draw(rt, "txn")} }
 		for range rapid.IntRange(1, 60).Draw(rt, "steps") {
 			switch rapid.IntRange(0, 4).Draw(rt, "op") {
 			case 0:
-				timeout := rapid.Int64Range(0, 2000).Draw(rt, "timeout")
-				id, err := c.Begin(now, timeout, "")
-				if err != nil || id.Least != next {
-					rt.Fatalf("Begin = %v %v, want %d", id, err, next)
-				}
-				d := now + timeout
-				if timeout < TimeoutTick {
-					d = now - 1
-				}
-				model[next] = &mtxn{status: Open, deadline: d}
-				next++
+				m.begin(rt)
 			case 1:
-				id := pick()
-				err := c.AddProduced(id, []string{"t"})
-				m := model[id.Least]
-				switch {
-				case m == nil:
-					if !errors.Is(err, ErrNotFound) {
-						rt.Fatalf("AddProduced(%v) = %v, want not found", id, err)
-					}
-				case m.status != Open:
-					if !errors.Is(err, ErrInvalidStatus) {
-						rt.Fatalf("AddProduced(%v) = %v, want invalid status", id, err)
-					}
-				case err != nil:
-					rt.Fatalf("AddProduced(%v) = %v", id, err)
-				}
+				m.addProduced(rt, pick())
 			case 2:
-				id, commit := pick(), rapid.Bool().Draw(rt, "commit")
-				_, err := c.StartEnd(id, commit, false)
-				m := model[id.Least]
-				want := Aborting
-				if commit {
-					want = Committing
-				}
-				switch {
-				case m == nil:
-					if !errors.Is(err, ErrNotFound) {
-						rt.Fatalf("StartEnd(%v) = %v, want not found", id, err)
-					}
-				case m.status == Open || m.status == want:
-					if err != nil {
-						rt.Fatalf("StartEnd(%v) = %v", id, err)
-					}
-					m.status = want
-				case !errors.Is(err, ErrInvalidStatus):
-					rt.Fatalf("StartEnd(%v) from %v = %v, want invalid status", id, m.status, err)
-				}
+				m.startEnd(rt, pick(), rapid.Bool().Draw(rt, "commit"))
 			case 3:
-				id := pick()
-				_, ok := c.FinishEnd(id)
-				m := model[id.Least]
-				ending := m != nil && (m.status == Committing || m.status == Aborting)
-				if ok != ending {
-					rt.Fatalf("FinishEnd(%v) = %v, want %v", id, ok, ending)
-				}
-				if ok {
-					delete(model, id.Least)
-				}
+				m.finishEnd(rt, pick())
 			case 4:
-				now += rapid.Int64Range(0, 1500).Draw(rt, "advance")
-				due := map[uint64]bool{}
-				for _, id := range c.Due(now) {
-					due[id.Least] = true
-				}
-				for seq, m := range model {
-					if want := m.status == Open && now > m.deadline; due[seq] != want {
-						rt.Fatalf("at %d txn %d (%v, deadline %d): due %v, want %v", now, seq, m.status, m.deadline, due[seq], want)
-					}
-					if due[seq] {
-						c.StartEnd(ID{0, seq}, false, true)
-						m.status = Aborting
-					}
-				}
+				m.advance(rt)
 			}
-			low := int64(0)
-			first := true
-			for seq := range model {
-				if first || int64(seq)-1 < low {
-					low, first = int64(seq)-1, false
-				}
-			}
-			if got := c.LowWaterMark(); got != low {
-				rt.Fatalf("LowWaterMark = %d, want %d", got, low)
-			}
+			m.checkLowWaterMark(rt)
 		}
 	})
 }
