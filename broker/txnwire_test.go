@@ -280,3 +280,50 @@ func TestAnotherRolesTransactionIsNotFound(t *testing.T) {
 		t.Fatalf("the owner: %v", resp)
 	}
 }
+
+// A cumulative ack in a transaction moves the mark-delete position only
+// when the transaction commits; an abort drops it without giving anything
+// back (the consumer keeps what it received), as on Pulsar 4.0.8.
+func TestCumulativeAckInATransactionMovesTheCursorAtCommit(t *testing.T) {
+	for _, commit := range []bool{true, false} {
+		b := testkit.Start(t, testkit.WithTransactions())
+		b.Publish("t", publishN(3)...)
+		c := dialRaw(t, addrOf(b))
+		c.connect()
+		c.tcConnect(0)
+		least := c.newTxn(0, 60_000).GetTxnidLeastBits()
+		// The subscription is registered, as clients do before their first ack.
+		c.send(protocol.Base(pb.BaseCommand_ADD_SUBSCRIPTION_TO_TXN, &pb.CommandAddSubscriptionToTxn{RequestId: nextReq(),
+			TxnidMostBits: proto.Uint64(0), TxnidLeastBits: proto.Uint64(least),
+			Subscription: []*pb.Subscription{{Topic: proto.String("persistent://public/default/t"), Subscription: proto.String("s")}}}))
+		c.read()
+		c.subscribeRaw("t", "s", pb.CommandSubscribe_Exclusive)
+		c.send(protocol.Base(pb.BaseCommand_ACK, &pb.CommandAck{ConsumerId: proto.Uint64(1),
+			AckType: pb.CommandAck_Cumulative.Enum(), RequestId: nextReq(),
+			MessageId:     []*pb.MessageIdData{{LedgerId: proto.Uint64(1), EntryId: proto.Uint64(1)}},
+			TxnidMostBits: proto.Uint64(0), TxnidLeastBits: proto.Uint64(least)}))
+		for {
+			if r := c.read(); r.AckResponse != nil {
+				if r.AckResponse.Error != nil {
+					t.Fatalf("cumulative ack: %v", r.AckResponse)
+				}
+				break
+			}
+		}
+		if md := b.Sub("t", "s").MarkDelete.Entry; md != -1 {
+			t.Fatalf("before the end: mark-delete %d, want -1", md)
+		}
+		id := broker.TxnID{Most: 0, Least: least}
+		want := int64(1)
+		if commit {
+			b.CommitTransaction(id)
+		} else {
+			b.AbortTransaction(id)
+			want = -1
+		}
+		s := b.Sub("t", "s")
+		if s.MarkDelete.Entry != want || len(s.Consumers[0].Pending) != 3-int(want+1) {
+			t.Fatalf("commit %v: mark-delete %d, pending %+v", commit, s.MarkDelete.Entry, s.Consumers[0].Pending)
+		}
+	}
+}
