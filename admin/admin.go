@@ -20,6 +20,9 @@ import (
 type Server struct {
 	b   *broker.Broker
 	mux *http.ServeMux
+	// webURL and webTLSURL are the admin API's own addresses, when known
+	// (WithWebServiceURLs).
+	webURL, webTLSURL string
 }
 
 // Option configures a Server.
@@ -39,6 +42,7 @@ func New(b *broker.Broker, opts ...Option) *Server {
 	s.routePolicies()
 	s.routeSchemas()
 	s.routeSchemaPolicies()
+	s.routeCluster()
 	s.routeSecurity()
 	s.routeTransactions()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -27,6 +27,7 @@ const (
 	accessTenantAdmin                   // tenant and namespace administration
 	accessNamespace                     // listing a namespace's topics: a grant on it, or admin
 	accessTopic                         // a topic operation: op decides
+	accessSuper                         // broker and cluster operations: super-users only
 )
 
 // access is a route's requirement, with Pulsar's name of the operation for
@@ -111,6 +112,11 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, pattern strin
 				" for originalPrincipal [null] and clientAppId [%s] about operation [%s] ", id.Role, a.name))
 			return false
 		}
+	case accessSuper:
+		if !s.b.IsSuperUser(id.Role) {
+			httpError(w, http.StatusUnauthorized, "This operation requires super-user access")
+			return false
+		}
 	case accessTenantAdmin:
 		if !s.b.IsTenantAdmin(id.Role, vars["tenant"]) {
 			if vars["ns"] == "" {
@@ -170,6 +176,10 @@ func accessFor(pattern string) access {
 		return access{accessNamespace, 0, "GET_TOPICS"}
 	case strings.HasPrefix(path, "/admin/v2/namespaces/"):
 		return access{accessTenantAdmin, 0, namespaceOperation(method, path)}
+	case path == "/admin/v2/clusters" || path == "/admin/v2/brokers/ready":
+		return access{kind: accessNone}
+	case superUserRoute(path):
+		return access{kind: accessSuper}
 	case strings.HasPrefix(path, "/lookup/v2/"):
 		return access{accessTopic, auth.OpLookup, "LOOKUP"}
 	case strings.HasPrefix(path, "/admin/v2/"):

@@ -160,6 +160,7 @@ func (b *Broker) AdminURL() string {
 	for pattern, h := range web.Routes() {
 		opts = append(opts, admin.WithHandler(pattern, h))
 	}
+	opts = append(opts, admin.WithWebServiceURLs("http://"+ln.Addr().String(), ""))
 	srv := &http.Server{Handler: admin.New(b.srv, opts...), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	b.tb.Cleanup(func() {

@@ -129,11 +129,6 @@ func run(args []string) error {
 			adminOpts = append(adminOpts, admin.WithHandler(pattern, h))
 		}
 	}
-	httpHandler, err := sec.httpHandler(admin.New(b, adminOpts...))
-	if err != nil {
-		b.Close()
-		return err
-	}
 	if tlsCfg != nil {
 		if err := b.ListenTLS(*sec.tlsAddr, tlsCfg); err != nil {
 			b.Close()
@@ -163,6 +158,15 @@ func run(args []string) error {
 			listeners = append(listeners, tls.NewListener(tln, tlsCfg))
 			logger.Info("pulsarsim admin API serving TLS", "url", "https://"+tln.Addr().String())
 		}
+	}
+	adminOpts = append(adminOpts, admin.WithWebServiceURLs(webURLs(listeners)))
+	httpHandler, err := sec.httpHandler(admin.New(b, adminOpts...))
+	if err != nil {
+		for _, ln := range listeners {
+			ln.Close()
+		}
+		b.Close()
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -208,4 +212,16 @@ func serveAdmin(ctx context.Context, logger *slog.Logger, h http.Handler, onShut
 		}
 	}
 	return err
+}
+
+// webURLs returns the admin API's http:// and https:// URLs, from its
+// listeners (plain, then TLS).
+func webURLs(listeners []net.Listener) (httpURL, httpsURL string) {
+	if len(listeners) > 0 {
+		httpURL = "http://" + listeners[0].Addr().String()
+	}
+	if len(listeners) > 1 {
+		httpsURL = "https://" + listeners[1].Addr().String()
+	}
+	return httpURL, httpsURL
 }

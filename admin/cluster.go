@@ -1,0 +1,199 @@
+package admin
+
+import (
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/pulsarsim/pulsarsim/broker"
+)
+
+// The cluster and broker endpoints that tools poll before they start:
+// Testcontainers waits for /admin/v2/clusters to answer ["standalone"],
+// pulsar-admin and scripts ask /admin/v2/brokers/health and ready. A
+// standalone is one cluster with one broker, whose id is its web service's
+// host and port.
+
+// pulsarVersion is the Pulsar release whose behaviour pulsarsim follows, as
+// /admin/v2/brokers/version answers it.
+const pulsarVersion = "4.0.8"
+
+// WithWebServiceURLs tells the admin API its own addresses, http:// and
+// https:// (empty when not served), for the cluster's serviceUrl and
+// serviceUrlTls and the broker's id. Without it they are taken from each
+// request's Host.
+func WithWebServiceURLs(httpURL, httpsURL string) Option {
+	return func(s *Server) { s.webURL, s.webTLSURL = httpURL, httpsURL }
+}
+
+func (s *Server) routeCluster() {
+	m := s.mux
+	m.HandleFunc("GET /admin/v2/clusters", s.listClusters)
+	m.HandleFunc("GET /admin/v2/clusters/{cluster}", s.inCluster(s.getCluster))
+	m.HandleFunc("GET /admin/v2/clusters/{cluster}/failureDomains", s.inCluster(func(w http.ResponseWriter, r *http.Request) {
+		reply(w, map[string]any{}, nil)
+	}))
+	m.HandleFunc("GET /admin/v2/brokers/health", s.health)
+	m.HandleFunc("GET /admin/v2/brokers/ready", s.health)
+	m.HandleFunc("GET /admin/v2/brokers/version", func(w http.ResponseWriter, r *http.Request) { plainOK(w, pulsarVersion) })
+	m.HandleFunc("GET /admin/v2/brokers/leaderBroker", s.leaderBroker)
+	m.HandleFunc("GET /admin/v2/brokers", s.activeBrokers)
+	m.HandleFunc("GET /admin/v2/brokers/{cluster}", s.activeBrokers)
+	m.HandleFunc("GET /admin/v2/brokers/{cluster}/{broker}/ownedNamespaces", s.ownedNamespaces)
+	// pulsarsim has no configuration that can change at run time.
+	m.HandleFunc("GET /admin/v2/brokers/configuration", func(w http.ResponseWriter, r *http.Request) { reply(w, []string{}, nil) })
+	m.HandleFunc("GET /admin/v2/brokers/configuration/values", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, map[string]string{}, nil)
+	})
+	m.HandleFunc("GET /admin/v2/brokers/configuration/runtime", s.runtimeConfiguration)
+	for _, p := range []string{"/admin/v2/brokers/health", "/admin/v2/brokers/ready", "/admin/v2/brokers/version",
+		"/admin/v2/brokers/leaderBroker", "/admin/v2/clusters"} {
+		for _, method := range []string{"POST", "PUT", "DELETE"} {
+			m.HandleFunc(method+" "+p, methodNotAllowed)
+		}
+	}
+}
+
+// plainOK answers a bare word, as Pulsar answers a String with its JSON
+// content type.
+func plainOK(w http.ResponseWriter, text string) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(text))
+}
+
+// webURLs returns the web service's http:// and https:// URLs.
+func (s *Server) webURLs(r *http.Request) (string, string) {
+	if s.webURL != "" || s.webTLSURL != "" {
+		return s.webURL, s.webTLSURL
+	}
+	if r.TLS != nil {
+		return "", "https://" + r.Host
+	}
+	return "http://" + r.Host, ""
+}
+
+// brokerID is the broker's id: its web service's host and port.
+func (s *Server) brokerID(r *http.Request) string {
+	web, webTLS := s.webURLs(r)
+	if web == "" {
+		web = webTLS
+	}
+	if u, err := url.Parse(web); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return r.Host
+}
+
+func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) {
+	reply(w, []string{s.b.ClusterName()}, nil)
+}
+
+// inCluster answers 404 for a cluster other than the broker's.
+func (s *Server) inCluster(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("cluster") != s.b.ClusterName() {
+			httpError(w, http.StatusNotFound, "Cluster does not exist")
+			return
+		}
+		h(w, r)
+	}
+}
+
+// getCluster answers the cluster's data: its web service and broker
+// service URLs (the TLS ones when served), and the client settings
+// Pulsar writes with their defaults.
+func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) {
+	web, webTLS := s.webURLs(r)
+	pulsarURL, pulsarTLSURL, _ := s.b.LookupURLs("")
+	doc := map[string]any{
+		"brokerClientTlsEnabled":             false,
+		"tlsAllowInsecureConnection":         false,
+		"brokerClientTlsEnabledWithKeyStore": false,
+		"brokerClientTlsTrustStoreType":      "JKS",
+		"brokerClientTlsKeyStoreType":        "JKS",
+		"brokerClientSslFactoryPlugin":       "org.apache.pulsar.common.util.DefaultPulsarSslFactory",
+	}
+	for k, v := range map[string]string{"serviceUrl": web, "serviceUrlTls": webTLS,
+		"brokerServiceUrl": pulsarURL, "brokerServiceUrlTls": pulsarTLSURL} {
+		if v != "" {
+			doc[k] = v
+		}
+	}
+	reply(w, doc, nil)
+}
+
+// health answers the health check and the readiness probe: a broker that
+// serves its admin API serves its clients too.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Query().Get("topicVersion") {
+	case "", "V1", "V2":
+		plainOK(w, "ok")
+	default:
+		// Jersey cannot read the parameter as a TopicVersion.
+		httpError(w, http.StatusNotFound, "Not found: "+r.URL.Path)
+	}
+}
+
+func (s *Server) leaderBroker(w http.ResponseWriter, r *http.Request) {
+	web, webTLS := s.webURLs(r)
+	if web == "" {
+		web = webTLS
+	}
+	reply(w, map[string]string{"serviceUrl": web, "brokerId": s.brokerID(r)}, nil)
+}
+
+// activeBrokers lists the cluster's brokers: this one. Pulsar answers the
+// same list whatever cluster the path names.
+func (s *Server) activeBrokers(w http.ResponseWriter, r *http.Request) {
+	reply(w, []string{s.brokerID(r)}, nil)
+}
+
+// ownedNamespaces answers the namespace bundles the broker serves: one
+// bundle, the whole hash range, for each namespace with a topic.
+func (s *Server) ownedNamespaces(w http.ResponseWriter, r *http.Request) {
+	if id := r.PathValue("broker"); id != s.brokerID(r) {
+		httpError(w, http.StatusNotFound, "Broker id '"+id+"' not found in available brokers.")
+		return
+	}
+	namespaces := map[string]bool{}
+	for _, topic := range s.b.Topics() {
+		if tn, err := broker.ParseTopicName(topic); err == nil {
+			namespaces[tn.NamespaceName()] = true
+		}
+	}
+	names := make([]string, 0, len(namespaces))
+	for ns := range namespaces {
+		names = append(names, ns)
+	}
+	sort.Strings(names)
+	out := map[string]any{}
+	for _, ns := range names {
+		out[ns+"/0x00000000_0xffffffff"] = map[string]any{
+			"broker_assignment": "shared", "is_controlled": false, "is_active": true}
+	}
+	reply(w, out, nil)
+}
+
+// runtimeConfiguration answers the broker's settings by Pulsar's names, as
+// strings: those pulsarsim has, the broker-level policies among them.
+func (s *Server) runtimeConfiguration(w http.ResponseWriter, r *http.Request) {
+	p := s.b.BrokerPolicies()
+	conf := map[string]string{
+		"clusterName":                    s.b.ClusterName(),
+		"isRunningStandalone":            "true",
+		"schemaCompatibilityStrategy":    string(*p.SchemaCompatibilityStrategy),
+		"isAllowAutoUpdateSchemaEnabled": strconv.FormatBool(*p.AllowAutoUpdateSchema),
+		"isSchemaValidationEnforced":     strconv.FormatBool(*p.SchemaValidationEnforced),
+		"ttlDurationDefaultInSeconds":    strconv.Itoa(*p.MessageTTLSeconds),
+	}
+	reply(w, conf, nil)
+}
+
+// superUserRoute reports whether a route is a cluster or broker route only
+// a super-user may call when authorization is on (listing the clusters and
+// the readiness probe are open to any role).
+func superUserRoute(path string) bool {
+	return strings.HasPrefix(path, "/admin/v2/brokers") || strings.HasPrefix(path, "/admin/v2/clusters/")
+}
