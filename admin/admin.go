@@ -43,6 +43,7 @@ func New(b *broker.Broker, opts ...Option) *Server {
 	s.routeSchemas()
 	s.routeSchemaPolicies()
 	s.routeCluster()
+	s.routeMetrics()
 	s.routeSecurity()
 	s.routeTransactions()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
