@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -80,6 +81,28 @@ func (c endClient) expect(what string, want ...string) {
 
 const reached = "REACHED_END_OF_TOPIC"
 
+// hangUp closes the connection and waits until the broker has let its
+// consumer of sub go. The broker notices a closed socket when it next reads
+// from it, so an Exclusive SUBSCRIBE sent at once on another connection
+// could still find the old consumer there (ConsumerBusy, as on Pulsar).
+func (c endClient) hangUp(b *broker.Broker, topic, sub string) {
+	c.t.Helper()
+	gone := make(chan struct{})
+	var once sync.Once
+	stop := b.OnEvent(func(e broker.Event) {
+		if e.Kind == broker.EventConsumerClosed && e.Topic == topic && e.Subscription == sub {
+			once.Do(func() { close(gone) })
+		}
+	})
+	defer stop()
+	c.nc.Close()
+	select {
+	case <-gone:
+	case <-time.After(10 * time.Second):
+		c.t.Fatalf("the broker kept the consumer of %s after its connection closed", sub)
+	}
+}
+
 // publishRaw stores n messages on topic through a raw producer and returns
 // their ids.
 func publishRaw(t *testing.T, b *broker.Broker, topic string, n int) []*pb.MessageIdData {
@@ -138,7 +161,7 @@ func TestAReadAtTheEndOfATerminatedTopicTellsOncePerCursor(t *testing.T) {
 	c.expect("first read at the end", reached)
 	c.flow(10)
 	c.expect("more permits")
-	c.nc.Close()
+	c.hangUp(b, topic, "late")
 
 	again := dialEnd(t, b)
 	again.subscribe(topic, "late", pb.CommandSubscribe_Exclusive, false, true)
@@ -153,7 +176,7 @@ func TestAReadAtTheEndOfATerminatedTopicTellsOncePerCursor(t *testing.T) {
 		r.subscribe(topic, "reader", pb.CommandSubscribe_Exclusive, false, false)
 		r.flow(10)
 		r.expect("a reader's new non-durable cursor, time "+string(rune('1'+i)), reached)
-		r.nc.Close()
+		r.hangUp(b, topic, "reader")
 	}
 }
 
