@@ -17,15 +17,27 @@ import (
 // functions that take a testing.TB. In your own code, f's body is the body
 // of a TestXxx function.
 func inTest(f func(t *testing.T)) {
-	// Keep the inner run quiet even under go test -v: an example's output
-	// is compared with its Output comment.
-	if v := flag.Lookup("test.v"); v != nil {
-		old := v.Value.String()
-		v.Value.Set("false")
-		defer v.Value.Set(old)
+	// The inner run reads go test's flags. Keep it quiet under -v (an
+	// example's output is compared with its Output comment); let it run
+	// whatever -run and -skip say (they named the example, not this inner
+	// test, and would otherwise select or skip it by its own name); and run
+	// it once, not once per -count or -cpu value (its output would repeat).
+	for name, value := range map[string]string{"test.v": "false", "test.run": "", "test.skip": "", "test.count": "1"} {
+		if fl := flag.Lookup(name); fl != nil {
+			old := fl.Value.String()
+			fl.Value.Set(value)
+			defer fl.Value.Set(old)
+		}
 	}
+	ran := false
 	testing.RunTests(func(string, string) (bool, error) { return true, nil },
-		[]testing.InternalTest{{Name: "Example", F: f}})
+		[]testing.InternalTest{{Name: "Example", F: func(t *testing.T) {
+			if ran { // a second value of -cpu
+				t.SkipNow()
+			}
+			ran = true
+			f(t)
+		}}})
 }
 
 func ExampleStart() {
