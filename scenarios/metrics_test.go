@@ -48,9 +48,9 @@ func metricSeries(t *testing.T, admin, topic string) map[string]string {
 	return out
 }
 
-// meteredTraffic publishes 10 messages to topic, delivers them to a Shared
-// consumer that acknowledges 4 (the broker confirms), and returns the
-// topic's series once its subscription's backlog shows 6: a real broker
+// meteredTraffic publishes 10 messages to topic from a producer named
+// metered-producer, delivers them to a Shared consumer that acknowledges 4
+// (the broker confirms), and returns the topic's series once its subscription's backlog shows 6: a real broker
 // may answer metrics computed a moment before.
 func meteredTraffic(t *testing.T, tg *scenarios.Target, admin, topic string) map[string]string {
 	client := tg.Client()
@@ -60,7 +60,10 @@ func meteredTraffic(t *testing.T, tg *scenarios.Target, admin, topic string) map
 		t.Fatal(err)
 	}
 	t.Cleanup(cons.Close)
-	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	// The producer's name travels in every message's metadata, which the
+	// byte counts include: a generated name ("standalone-0-12") grows with
+	// the producers a broker has seen, so both brokers get the same one.
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "metered-producer", DisableBatching: true})
 	if err != nil {
 		t.Fatal(err)
 	}
