@@ -11,6 +11,7 @@ import (
 // check takes the broker's counters and checks that none went down since
 // the last look, and that the settlement invariants hold.
 func (s *soak) check() {
+	s.checks.Add(1)
 	for _, topic := range s.topics {
 		st, err := s.b.TopicStats(topic)
 		if err != nil {
@@ -100,6 +101,8 @@ func (s *soak) checkNothingLost() error {
 		}
 	}
 	fmt.Printf("soak: %d acknowledged deliveries, %d negative acknowledgements\n", s.delivered.Load(), s.nacked.Load())
+	fmt.Printf("soak: %d checks of counters and invariants, %d consumers reopened or disconnected\n",
+		s.checks.Load(), s.disturbed.Load())
 	return nil
 }
 

@@ -123,6 +123,8 @@ type soak struct {
 	sendErrors atomic.Int64
 	delivered  atomic.Int64
 	nacked     atomic.Int64
+	checks     atomic.Int64 // looks at the counters and invariants
+	disturbed  atomic.Int64 // consumers reopened or disconnected
 	peak       memory
 }
 
@@ -264,6 +266,7 @@ func (s *soak) disturb(rng *rand.Rand) {
 	s.mu.Lock()
 	cc := s.consumers[rng.IntN(len(s.consumers))]
 	s.mu.Unlock()
+	s.disturbed.Add(1)
 	if rng.IntN(2) == 0 {
 		cc.reopen()
 		return
