@@ -88,6 +88,9 @@ func (t *Topic) takeExclusiveLocked(prod *Producer, epoch *uint64) {
 // dropProducerLocked detaches a producer (closed, disconnected or fenced)
 // and, when the topic is now free, hands it to the first waiting producer.
 func (t *Topic) dropProducerLocked(p *Producer) {
+	if _, ok := t.producers[p]; ok {
+		t.markActiveLocked()
+	}
 	delete(t.producers, p)
 	if t.exclusive == p {
 		t.exclusive = nil

@@ -303,6 +303,9 @@ func (c *conn) handleUnsubscribe(u *pb.CommandUnsubscribe) {
 	s.closeConsumersLocked(cs, nil)
 	s.removeConsumerLocked(cs, "client")
 	delete(t.subs, s.name)
+	if s.durable {
+		t.markActiveLocked()
+	}
 	t.mu.Unlock()
 	c.forget(cs)
 	c.send(protocol.SuccessCommand(u.GetRequestId()))

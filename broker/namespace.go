@@ -71,31 +71,17 @@ const (
 
 // TopicsOfNamespace returns the sorted full names of the topics in the
 // namespace "tenant/ns" for the given mode: persistent, non-persistent or all.
-// A partitioned topic appears as its partitions.
+// A partitioned topic appears as its partitions, those that exist: as on
+// Pulsar, whose listing comes from the topics' managed ledgers, a partition
+// deleted for inactivity is not listed until it is used again.
 func (b *Broker) TopicsOfNamespace(ns string, mode TopicsMode) []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	set := map[string]bool{}
-	want := func(tn TopicName) bool {
-		return tn.NamespaceName() == ns && modeWants(mode, tn)
-	}
+	out := []string{}
 	for _, t := range b.topics {
-		if want(t.name) {
-			set[t.full] = true
+		if t.name.NamespaceName() == ns && modeWants(mode, t.name) {
+			out = append(out, t.full)
 		}
-	}
-	for base, n := range b.partitioned {
-		tn, err := ParseTopicName(base)
-		if err != nil || !want(tn) {
-			continue
-		}
-		for i := 0; i < n; i++ {
-			set[tn.PartitionName(i).String()] = true
-		}
-	}
-	out := make([]string, 0, len(set))
-	for name := range set {
-		out = append(out, name)
 	}
 	sort.Strings(out)
 	return out

@@ -40,6 +40,7 @@ type config struct {
 	// policies are the broker-level policies: those WithDefaultPolicies
 	// sets until New resolves them all (brokerPolicies).
 	policies      Policies
+	inactive      InactiveTopicDeletion
 	transactions  bool // transactionCoordinatorEnabled
 	maxActiveTxns int  // maxActiveTransactionsPerCoordinator, 0: none
 }
@@ -61,6 +62,7 @@ func defaultConfig() config {
 		writeLow:          DefaultWriteBufferLowWaterMark,
 		writeHigh:         DefaultWriteBufferHighWaterMark,
 		authRefresh:       60 * time.Second,
+		inactive:          DefaultInactiveTopicDeletion,
 	}
 }
 

@@ -96,6 +96,10 @@ type Policies struct {
 	// isAllowAutoUpdateSchemaEnabled); when false only the admin API does.
 	// Pulsar sets it per namespace, not per topic. Default true.
 	AllowAutoUpdateSchema *bool
+	// InactiveTopics is the inactive-topic policy (inactiveTopicPolicies,
+	// inactive_topic_policies; inactive.go). Default: the broker's
+	// WithInactiveTopicDeletion, deleted after 60 s without subscriptions.
+	InactiveTopics *InactiveTopicPolicies
 }
 
 // Retention is a retention policy (Pulsar's RetentionPolicies). Both zero
@@ -206,6 +210,7 @@ func defaultPolicies() Policies {
 		SchemaCompatibilityStrategy:       new(SchemaFull),
 		SchemaValidationEnforced:          new(false),
 		AllowAutoUpdateSchema:             new(true),
+		InactiveTopics:                    new(DefaultInactiveTopicDeletion.policy()),
 	}
 }
 
@@ -238,6 +243,9 @@ func (p Policies) validate() error {
 		if err := r.validate(); err != nil {
 			return err
 		}
+	}
+	if it := p.InactiveTopics; it != nil && !it.Mode.valid() {
+		return errorf(ErrInvalidPolicy, "Invalid inactive topic delete mode %q", it.Mode)
 	}
 	for _, q := range []*BacklogQuota{p.BacklogQuota, p.MessageAgeBacklogQuota} {
 		if q != nil && !q.Policy.valid() {
@@ -332,6 +340,7 @@ func (cfg *config) brokerPolicies() Policies {
 		MaxConsumersPerSubscription:   new(l.MaxConsumersPerSubscription),
 		MaxSubscriptionsPerTopic:      new(l.MaxSubscriptionsPerTopic),
 		MaxUnackedMessagesPerConsumer: new(max(cfg.maxUnackedPerCons, 0)),
+		InactiveTopics:                new(cfg.inactive.policy()),
 	}
 	return cfg.policies.Or(fromOptions).Or(defaultPolicies())
 }

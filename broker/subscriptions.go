@@ -159,6 +159,9 @@ func (b *Broker) DeleteSubscription(topic, sub string, force bool) error {
 		found = true
 		s.closeConsumersLocked(nil, nil)
 		delete(t.subs, sub)
+		if s.durable {
+			t.markActiveLocked()
+		}
 		t.trimLocked()
 		t.mu.Unlock()
 	}

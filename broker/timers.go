@@ -113,6 +113,7 @@ func (b *Broker) startTimers() {
 		b.timers.nextExpiry = b.cfg.clock.Now().Add(d)
 	}
 	b.startQuotaChecks()
+	b.startInactiveTopicChecks()
 	b.wg.Add(1)
 	go b.timerLoop()
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"math"
 	"sync"
+	"time"
 
 	"github.com/pulsarsim/pulsarsim/protocol"
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
@@ -30,6 +31,9 @@ type Topic struct {
 	terminated bool
 	subs       map[string]*Subscription
 	deleted    bool
+	// lastActive is when the topic was last seen active, by the broker
+	// clock (inactive.go).
+	lastActive time.Time
 
 	trimHolder *Subscription // the slowest subscription at the last trim
 
@@ -209,7 +213,9 @@ func (b *Broker) getOrCreateTopic(tn TopicName, create bool) (*Topic, error) {
 	if !b.namespaceReadyLocked(tn.NamespaceName()) {
 		return nil, errNoNamespace
 	}
-	if !create {
+	// A partition of a partitioned topic is created whenever it is used:
+	// an inactive-topic check may have deleted it.
+	if !create && (tn.Partition < 0 || tn.Partition >= b.partitioned[tn.Base().String()]) {
 		return nil, topicNotFound(tn)
 	}
 	return b.createTopicLocked(tn), nil
@@ -217,12 +223,13 @@ func (b *Broker) getOrCreateTopic(tn TopicName, create bool) (*Topic, error) {
 
 func (b *Broker) createTopicLocked(tn TopicName) *Topic {
 	t := &Topic{
-		b:         b,
-		name:      tn,
-		full:      tn.String(),
-		ledger:    b.nextLedger,
-		producers: map[*Producer]struct{}{},
-		subs:      map[string]*Subscription{},
+		b:          b,
+		name:       tn,
+		full:       tn.String(),
+		ledger:     b.nextLedger,
+		producers:  map[*Producer]struct{}{},
+		subs:       map[string]*Subscription{},
+		lastActive: b.cfg.clock.Now(),
 	}
 	t.mu.events = &b.events
 	b.nextLedger++

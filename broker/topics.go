@@ -128,16 +128,24 @@ func (b *Broker) deleteTopic(t *Topic, force bool) error {
 	}
 	t.deleted = true
 	t.disconnectAllLocked()
+	b.emit(Event{Kind: EventTopicDeleted, Topic: t.full, Reason: "request"})
 	t.mu.Unlock()
+	b.removeTopic(t)
+	return nil
+}
+
+// removeTopic takes a deleted topic out of the broker's table, with its
+// schemas and policies unless it is a partition (its partitioned topic
+// keeps them).
+func (b *Broker) removeTopic(t *Topic) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.topics[t.full] == t {
 		delete(b.topics, t.full)
 	}
 	if t.name.Partition < 0 {
 		b.forgetTopicLocked(t.name)
 	}
-	b.mu.Unlock()
-	return nil
 }
 
 // forgetTopicLocked drops what the broker keeps by a deleted topic's base

@@ -8,8 +8,9 @@ import (
 
 // Advance moves the broker clock forward by d, and the broker does what it
 // would have done while d passed, in time order: the message-TTL checks that
-// fell due (every 5 minutes, as Pulsar's), the release of delayed messages,
-// the end of a Failover switch delay. It does no more: a TTL that ran out
+// fell due (every 5 minutes, as Pulsar's), the inactive-topic checks (every
+// 60 s: see WithInactiveTopicsKept), the release of delayed messages, the
+// end of a Failover switch delay. It does no more: a TTL that ran out
 // between two checks expires at the next one (RunExpiryCheck forces a check
 // now). Client timers are real and do not move. It fails the test when Start
 // was given a clock of its own.

@@ -68,6 +68,17 @@ func WithBroker(opts ...broker.Option) Option {
 // the namespace (b.CreateNamespace).
 func WithAutoNamespaces() Option { return WithBroker(broker.WithAutoNamespaceCreation(true)) }
 
+// WithInactiveTopicsKept keeps every topic until the broker closes. By
+// default the broker deletes inactive topics as a Pulsar 4.0 standalone
+// does: a topic with no subscriptions, producers or consumers goes at the
+// check (every 60 s of broker time) once it has been so for 60 s, with its
+// messages. Subscriptions keep a topic, so most tests never see this; a
+// test that publishes without subscribing, lets broker time pass (Advance,
+// or a long run) and then inspects the topic needs this option.
+func WithInactiveTopicsKept() Option {
+	return WithBroker(broker.WithInactiveTopicDeletion(broker.InactiveTopicDeletion{}))
+}
+
 // Start starts a broker on 127.0.0.1 and a free port, configured by opts, and
 // registers tb.Cleanup to close it. It fails the test if the broker cannot
 // listen.

@@ -79,3 +79,28 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestConfigFileSetsTheInactiveTopicSettings(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "standalone.conf")
+	must(t, os.WriteFile(conf, []byte("brokerDeleteInactiveTopicsEnabled=false\n"+
+		"brokerDeleteInactiveTopicsFrequencySeconds=30\n"+
+		"brokerDeleteInactiveTopicsMaxInactiveDurationSeconds=90\n"+
+		"brokerDeleteInactiveTopicsMode=delete_when_subscriptions_caught_up\n"), 0o600))
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	enabled := fs.Bool("delete-inactive-topics", true, "")
+	freq := fs.Int("delete-inactive-topics-frequency", 60, "")
+	maxInactive := fs.Int("delete-inactive-topics-max-inactive", 0, "")
+	mode := fs.String("delete-inactive-topics-mode", "delete_when_no_subscriptions", "")
+	must(t, fs.Parse(nil))
+	must(t, applyConfigFile(fs, conf))
+	if *enabled || *freq != 30 || *maxInactive != 90 || *mode != "delete_when_subscriptions_caught_up" {
+		t.Fatalf("enabled %v, frequency %d, max inactive %d, mode %s", *enabled, *freq, *maxInactive, *mode)
+	}
+}
+
+func TestAnUnknownInactiveTopicModeIsRefused(t *testing.T) {
+	err := run([]string{"-addr", "127.0.0.1:0", "-http", "", "-delete-inactive-topics-mode", "delete_when_bored"})
+	if err == nil {
+		t.Fatal("an unknown mode was accepted")
+	}
+}

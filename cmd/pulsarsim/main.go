@@ -47,6 +47,14 @@ func run(args []string) error {
 	transactions := fs.Bool("transactions", false,
 		"transactionCoordinatorEnabled: run the transaction coordinator (Pulsar standalone default: off)")
 	maxTxns := fs.Int("max-active-transactions", 0, "maxActiveTransactionsPerCoordinator (0: no limit)")
+	deleteInactive := fs.Bool("delete-inactive-topics", true,
+		"brokerDeleteInactiveTopicsEnabled: delete topics that have been inactive for a while (false: keep every topic)")
+	inactiveFrequency := fs.Int("delete-inactive-topics-frequency", 60,
+		"brokerDeleteInactiveTopicsFrequencySeconds: how often inactive topics are looked for")
+	inactiveMax := fs.Int("delete-inactive-topics-max-inactive", 0,
+		"brokerDeleteInactiveTopicsMaxInactiveDurationSeconds: how long a topic must be inactive (0: the frequency)")
+	inactiveMode := fs.String("delete-inactive-topics-mode", string(broker.DeleteWhenNoSubscriptions),
+		"brokerDeleteInactiveTopicsMode: delete_when_no_subscriptions or delete_when_subscriptions_caught_up")
 	var limits broker.Limits
 	fs.IntVar(&limits.MaxProducersPerTopic, "max-producers-per-topic", 0, "maxProducersPerTopic (0: no limit)")
 	fs.IntVar(&limits.MaxSameAddressProducersPerTopic, "max-same-address-producers-per-topic", 0,
@@ -93,6 +101,14 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	inactive := broker.InactiveTopicDeletion{Enabled: *deleteInactive,
+		Frequency:   time.Duration(*inactiveFrequency) * time.Second,
+		MaxInactive: time.Duration(*inactiveMax) * time.Second,
+		Mode:        broker.InactiveTopicDeleteMode(*inactiveMode)}
+	if m := inactive.Mode; m != broker.DeleteWhenNoSubscriptions && m != broker.DeleteWhenSubscriptionsCaughtUp {
+		return fmt.Errorf("-delete-inactive-topics-mode %q: want %s or %s", m,
+			broker.DeleteWhenNoSubscriptions, broker.DeleteWhenSubscriptionsCaughtUp)
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -107,6 +123,7 @@ func run(args []string) error {
 		broker.WithBatchIndexAck(*batchIndexAck),
 		broker.WithTransactions(*transactions),
 		broker.WithMaxActiveTransactions(*maxTxns),
+		broker.WithInactiveTopicDeletion(inactive),
 		broker.WithLimits(limits),
 		broker.WithHandshakeTimeout(*handshakeTimeout),
 		broker.WithWriteBufferWaterMarks(*writeLow, *writeHigh),
