@@ -52,6 +52,9 @@ type conn struct {
 	unwritable atomic.Bool
 
 	received atomic.Bool // any frame since the last keep-alive tick
+	// reads pauses the reader while a publish rate limit throttles the
+	// connection (publishrate.go).
+	reads readGate
 	// unwoken is set while replies queued by deferWake wait for the writer.
 	unwoken atomic.Bool
 
@@ -268,6 +271,7 @@ func (c *conn) readLoop() {
 	maxFrame := protocol.MaxFrameSize(c.b.cfg.maxMessageSize)
 	var buf []byte
 	for {
+		c.waitReads()
 		if !frameBuffered(r) {
 			c.wakeDeferred() // the next read may wait for the client
 		}

@@ -10,3 +10,13 @@ func (s *Subscription) delayedCountLocked() int {
 	}
 	return len(s.disp.Delayed())
 }
+
+// maxDeliveryDelayLocked returns the topic's maxDeliveryDelayInMillis, 0
+// for none (or with delayed delivery off, as Pulsar ignores it then).
+func (t *Topic) maxDeliveryDelayLocked() int64 {
+	d := t.policiesLocked().DelayedDelivery
+	if !d.Active {
+		return 0
+	}
+	return d.MaxDelayMillis
+}

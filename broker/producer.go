@@ -341,10 +341,17 @@ func (t *Topic) storeSend(prod *Producer, e *entry, md *pb.MessageMetadata, id t
 				Error: code.Enum(), Message: proto.String(msg)})
 		}
 	}
-	switch {
-	case t.deleted:
+	if t.deleted {
 		return 0, refuse(pb.ServerError_TopicNotFound, "Topic was deleted", false)
-	case t.terminated:
+	}
+	// Pulsar counts a SEND against the publish rate as it arrives.
+	t.publishRateLimitLocked(prod.conn, int64(e.messages), int64(len(e.data)))
+	if limit := t.maxDeliveryDelayLocked(); limit > 0 && md.DeliverAtTime != nil &&
+		md.GetDeliverAtTime()-int64(md.GetPublishTime()) > limit {
+		return 0, refuse(pb.ServerError_NotAllowedError,
+			fmt.Sprintf("Exceeds max allowed delivery delay of %d milliseconds", limit), true)
+	}
+	if t.terminated {
 		return 0, refuse(pb.ServerError_TopicTerminatedError, "Topic was already terminated", false)
 	}
 	var n int64

@@ -74,7 +74,9 @@ func (l topicLog) Info(n int64) dispatch.EntryInfo {
 	if !l.t.name.Persistent {
 		return info
 	}
-	info.DeliverAt = e.deliverAt
+	if l.t.policiesLocked().DelayedDelivery.Active {
+		info.DeliverAt = e.deliverAt // with delayed delivery off, at once
+	}
 	switch {
 	case l.t.entrySkip(e):
 		info.Skip = dispatch.SkipAck
@@ -123,9 +125,15 @@ func (s *Subscription) dispatcherOptions(typ dispatch.SubType) dispatch.Options 
 	case d > 0:
 		o.FailoverDelay = max(d.Milliseconds(), 1)
 	}
-	o.MaxUnackedPerConsumer, o.MaxUnackedPerSubscription = s.unackedLimits(s.topic.policiesLocked())
+	p := s.topic.policiesLocked()
+	o.MaxUnackedPerConsumer, o.MaxUnackedPerSubscription = s.unackedLimits(p)
+	o.DelayTick = delayTick(p)
 	return o
 }
+
+// delayTick is the dispatcher's DelayTick under policies p: the delayed
+// delivery policy's tickTime (0 or less releases messages at their time).
+func delayTick(p *Policies) int64 { return max(p.DelayedDelivery.TickMillis, 1) }
 
 // unackedLimits returns the dispatcher's unacknowledged-message limits
 // under policies p: the consumer's and the subscription's, -1 for none.
@@ -148,6 +156,7 @@ func (s *Subscription) unackedLimits(p *Policies) (perConsumer, perSubscription 
 func (s *Subscription) applyPoliciesLocked(p *Policies) {
 	if s.disp != nil {
 		s.disp.SetMaxUnacked(s.unackedLimits(p))
+		s.disp.SetDelayTick(delayTick(p))
 	}
 }
 

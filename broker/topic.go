@@ -45,6 +45,8 @@ type Topic struct {
 	// were at generation polGen (policiesLocked).
 	pol    *Policies
 	polGen uint64
+	// publish limits the rate of SENDs (publishrate.go).
+	publish publishLimiter
 }
 
 // topicLock is a topic's lock. Events are queued while it is held (emit),

@@ -106,3 +106,11 @@ func (d *Dispatcher) dropAckedDelayed() {
 		}
 	}
 }
+
+// SetDelayTick changes DelayTick (ms, at least 1), as Pulsar's tracker
+// takes the topic's current tickTime whenever it tracks a message.
+func (d *Dispatcher) SetDelayTick(ms int64) {
+	if ms > 0 {
+		d.opts.DelayTick = ms
+	}
+}

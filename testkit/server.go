@@ -123,3 +123,7 @@ func (b *Broker) RunBacklogQuotaCheck() { b.srv.RunBacklogQuotaCheck() }
 // BacklogSize returns a topic's backlog size in bytes as its backlog quota
 // measures it.
 func (b *Broker) BacklogSize(topic string) (int64, error) { return b.srv.BacklogSize(topic) }
+
+// PublishThrottled reports whether a publish rate limit holds back the
+// reads of a connection producing to topic.
+func (b *Broker) PublishThrottled(topic string) bool { return b.srv.PublishThrottled(topic) }
