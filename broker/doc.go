@@ -47,7 +47,9 @@
 // RunTimers.
 //
 // The security policies' lock (Broker.secmu) is a leaf: nothing is taken
-// under it.
+// under it. So is a connection's read gate lock (conn.reads.mu), taken
+// under a topic lock when a publish rate limit pauses or resumes the
+// connection's reader, or by the reader alone.
 //
 // The transaction coordinators' lock (transactions.mu, txn.go) is a leaf:
 // taken alone, under a topic lock (to record what a transaction produced or

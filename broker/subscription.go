@@ -37,6 +37,11 @@ type Subscription struct {
 	// when timerSet.
 	timerAt  int64
 	timerSet bool
+	// retryAt is when to read again after a dispatch rate limit found no
+	// tokens (ms, broker clock), 0 for none; dispatchRate is the
+	// subscription's own limit (dispatchrate.go).
+	retryAt      int64
+	dispatchRate dispatchLimiter
 	// endRead is the cursor's read past the last entry (endoftopic.go).
 	endRead endRead
 
@@ -70,7 +75,7 @@ func (l topicLog) Info(n int64) dispatch.EntryInfo {
 	if e == nil {
 		return dispatch.EntryInfo{Messages: 1, Key: noneKey}
 	}
-	info := dispatch.EntryInfo{Messages: e.messages, Key: e.key}
+	info := dispatch.EntryInfo{Messages: e.messages, Key: e.key, Size: len(e.data)}
 	if !l.t.name.Persistent {
 		return info
 	}
@@ -445,13 +450,16 @@ func (s *Subscription) dispatchAtLocked(now time.Time) {
 	}
 	t := s.topic
 	s.disp.SetTime(now.UnixMilli())
+	if s.retryAt != 0 && now.UnixMilli() >= s.retryAt {
+		s.retryAt = 0 // the read a dispatch rate put off
+	}
 	defer s.armTimerLocked()
 	if len(s.consumers) == 0 {
 		return
 	}
 	s.announceActiveLocked()
 	var wall time.Time // read once, at the first delivery: the meters' clock
-	for _, d := range s.disp.DispatchGated(topicLog{t, s}, s.gate.reset(s)) {
+	for _, d := range s.deliveriesLocked(now) {
 		cons := s.consumers[d.Consumer]
 		e := t.log.get(d.Entry)
 		if cons == nil || e == nil {

@@ -240,6 +240,9 @@ func (b *Broker) fireSubTimer(st subTimer) {
 // armTimerLocked registers the dispatcher's next timer, if it changed.
 func (s *Subscription) armTimerLocked() {
 	at, ok := s.disp.NextTimer()
+	if s.retryAt != 0 && (!ok || s.retryAt < at) {
+		at, ok = s.retryAt, true
+	}
 	if !ok || (s.timerSet && at == s.timerAt) {
 		s.timerSet = s.timerSet && ok
 		return

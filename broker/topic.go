@@ -45,8 +45,10 @@ type Topic struct {
 	// were at generation polGen (policiesLocked).
 	pol    *Policies
 	polGen uint64
-	// publish limits the rate of SENDs (publishrate.go).
-	publish publishLimiter
+	// publish limits the rate of SENDs (publishrate.go), dispatchRate what
+	// all subscriptions deliver (dispatchrate.go).
+	publish      publishLimiter
+	dispatchRate dispatchLimiter
 }
 
 // topicLock is a topic's lock. Events are queued while it is held (emit),

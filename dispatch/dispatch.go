@@ -142,12 +142,12 @@ func (d *Dispatcher) sameOrLowerLevel(rr int) int {
 // the replay queue when it holds any unacknowledged entry (those are taken
 // out of it), else from the read position on. A normal read may include
 // delayed entries: they are held when their consumer's turn comes.
-func (d *Dispatcher) readShared(log Log) (batch []int64) {
+func (d *Dispatcher) readShared(log Log, rc *readCap) (batch []int64) {
 	n := min(max(d.totalPermits(), d.firstAvailablePermits()), d.opts.MaxReadBatch)
-	n = max(n, 1)
+	n = rc.cap(max(n, 1))
 	batch = d.readBuf[:0]
 	defer func() { d.readBuf = batch }()
-	for d.replay.len() > 0 && len(batch) < n {
+	for d.replay.len() > 0 && len(batch) < n && !rc.full() {
 		e := d.replay.items[0].entry
 		d.replay.popFront()
 		if d.dupNext[e] {
@@ -156,19 +156,21 @@ func (d *Dispatcher) readShared(log Log) (batch []int64) {
 		}
 		if !d.cur.IsAcked(e) {
 			batch = append(batch, e)
+			rc.take(log.Info(e))
 		}
 	}
 	if len(batch) > 0 || d.subBlocked {
 		return batch
 	}
 	end := log.End()
-	for len(batch) < n {
+	for len(batch) < n && !rc.full() {
 		e := d.cur.NextUnacked(d.cur.ReadPosition())
 		if e >= end {
 			break
 		}
 		d.cur.SetReadPosition(e + 1)
 		batch = append(batch, e)
+		rc.take(log.Info(e))
 	}
 	return batch
 }
@@ -178,12 +180,18 @@ func (d *Dispatcher) readShared(log Log) (batch []int64) {
 func (d *Dispatcher) dispatchShared(log Log) []Delivery {
 	var out []Delivery
 	for d.firstAvailablePermits() > 0 {
-		batch := d.readShared(log)
+		rc, ok := d.openRead()
+		if !ok {
+			break
+		}
+		batch := d.readShared(log, &rc)
 		if len(batch) == 0 {
 			break
 		}
+		start := len(out)
 		out = d.sendShared(batch, log, out)
 		out = d.sendAgain(log, out)
+		d.spend(out[start:], log)
 	}
 	return out
 }
@@ -254,7 +262,12 @@ func (d *Dispatcher) heldByOther(h int32, c *consumer) bool {
 // waiting in the replay queue joins the queue too, so per-key order holds,
 // unless the subscription allows out-of-order delivery. New reads stop when
 // no consumer is available or the queue reaches the look-ahead limit.
-func (d *Dispatcher) dispatchKeyShared(log Log) []Delivery {
+func (d *Dispatcher) dispatchKeyShared(log Log) (out []Delivery) {
+	rc, ok := d.openRead()
+	if !ok {
+		return nil
+	}
+	defer func() { d.spend(out, log) }()
 	end := log.End()
 	avail := 0
 	for _, c := range d.consumers {
@@ -262,7 +275,6 @@ func (d *Dispatcher) dispatchKeyShared(log Log) []Delivery {
 			avail++
 		}
 	}
-	var out []Delivery
 	// Replay pass. A hash found undeliverable stays blocked for the rest of the
 	// pass (its consumer cannot become available meanwhile), which keeps the
 	// pass cheap and per-key order strict.
@@ -280,7 +292,7 @@ func (d *Dispatcher) dispatchKeyShared(log Log) []Delivery {
 			q.forget(it)
 			continue
 		}
-		if avail == 0 {
+		if avail == 0 || rc.full() {
 			w += copy(q.items[w:], q.items[i:])
 			break
 		}
@@ -288,10 +300,12 @@ func (d *Dispatcher) dispatchKeyShared(log Log) []Delivery {
 			c := d.sel.selectHash(it.hash)
 			if c != nil && c.available() && !d.heldByOther(it.hash, c) {
 				q.forget(it) // before a screening Ack, which would look for it in the queue
-				if info := log.Info(it.entry); info.Skip == SkipAck || d.held(it.entry, info) {
+				info := log.Info(it.entry)
+				if info.Skip == SkipAck || d.held(it.entry, info) {
 					d.screenAck(it.entry, info) // a transaction keeps it from consumers
 					continue
 				}
+				rc.take(info)
 				out = append(out, d.deliverMulti(c, it.entry, it.hash, log))
 				if !c.available() {
 					avail--
@@ -306,7 +320,7 @@ func (d *Dispatcher) dispatchKeyShared(log Log) []Delivery {
 	clear(q.items[w:])
 	q.items = q.items[:w]
 	limit := min(d.opts.LookAheadPerConsumer*len(d.consumers), d.opts.LookAheadPerSub)
-	for avail > 0 && d.replay.len() < limit && !d.subBlocked {
+	for avail > 0 && d.replay.len() < limit && !d.subBlocked && !rc.full() {
 		e := d.cur.NextUnacked(d.cur.ReadPosition())
 		if e >= end {
 			break
@@ -316,6 +330,7 @@ func (d *Dispatcher) dispatchKeyShared(log Log) []Delivery {
 			continue
 		}
 		info := log.Info(e)
+		rc.take(info)
 		h := d.sel.hash(info.Key)
 		if d.screenAck(e, info) || d.holdIfDelayed(e, info, h) || d.held(e, info) {
 			continue

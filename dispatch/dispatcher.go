@@ -62,7 +62,8 @@ type Dispatcher struct {
 	consumers []*consumer // Shared/Key_Shared: ordered by (priority, arrival)
 	byID      map[uint64]*consumer
 	seq       uint64
-	gate      Gate // during DispatchGated only
+	gate      Gate   // during DispatchGated only
+	budget    Budget // during DispatchWith only
 
 	// Exclusive/Failover.
 	active   *consumer

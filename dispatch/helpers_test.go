@@ -15,7 +15,7 @@ func (l *testLog) Info(e int64) EntryInfo { return l.entries[e] }
 // add appends n entries of msgs messages with key.
 func (l *testLog) add(n int, msgs int32, key string) {
 	for i := 0; i < n; i++ {
-		l.entries = append(l.entries, EntryInfo{Messages: msgs, Key: []byte(key)})
+		l.entries = append(l.entries, EntryInfo{Messages: msgs, Key: []byte(key), Size: int(msgs)})
 	}
 }
 

@@ -537,7 +537,21 @@ func (s *machine) waiting(e int64) bool {
 	return !s.m.acked[e] && !p
 }
 
-func (s *machine) dispatch(t *rapid.T) {
+func (s *machine) dispatch(t *rapid.T) { s.dispatchWith(t, nil) }
+
+// dispatchLimited dispatches with a dispatch rate budget of a few messages
+// and bytes: reads are shorter, and the rules hold all the same.
+func (s *machine) dispatchLimited(t *rapid.T) {
+	s.dispatchWith(t, &tokens{
+		msgs: rapid.Int64Range(0, 6).Draw(t, "msgTokens"), bytes: rapid.Int64Range(0, 6).Draw(t, "byteTokens"),
+		noMsgs: rapid.Bool().Draw(t, "noMsgLimit"), noBytes: rapid.Bool().Draw(t, "noByteLimit"),
+	})
+}
+
+// dispatchWith dispatches under budget b (nil: none) and checks every
+// delivery against the model; without a budget, also that an available
+// consumer leaves nothing waiting.
+func (s *machine) dispatchWith(t *rapid.T, b Budget) {
 	m := s.m
 	before := map[int64]bool{}
 	for e := int64(0); e < m.end(); e++ {
@@ -549,7 +563,7 @@ func (s *machine) dispatch(t *rapid.T) {
 	if m.subBlocked {
 		blockedAt = s.d.Snapshot().ReadPosition
 	}
-	for _, dl := range s.d.Dispatch(&m.log) {
+	for _, dl := range s.d.DispatchWith(&m.log, nil, b) {
 		e := dl.Entry
 		spec, alive := m.consumers[dl.Consumer]
 		switch {
@@ -610,6 +624,10 @@ func (s *machine) dispatch(t *rapid.T) {
 			m.blocked[dl.Consumer] = true
 		}
 	}
+	m.updateSubBlock()
+	if b != nil {
+		return
+	}
 	// Liveness: an available consumer leaves nothing waiting (Shared and
 	// the active consumer of Exclusive/Failover).
 	snap := s.d.Snapshot()
@@ -619,7 +637,6 @@ func (s *machine) dispatch(t *rapid.T) {
 			anyAvail = true
 		}
 	}
-	m.updateSubBlock()
 	if anyAvail && m.typ != KeyShared && !m.switching {
 		for e := int64(0); e < m.end(); e++ {
 			if m.subBlocked && e >= snap.ReadPosition {
@@ -789,6 +806,7 @@ func TestDispatcherMatchesReferenceModel(t *testing.T) {
 			"redeliverAll":  s.redeliverAll,
 			"dispatch":      s.dispatch,
 			"dispatch2":     s.dispatch,
+			"dispatchLimit": s.dispatchLimited,
 			"tick":          s.tick,
 		})
 	})

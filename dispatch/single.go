@@ -120,15 +120,21 @@ func (d *Dispatcher) dispatchSingle(log Log) []Delivery {
 	end := log.End()
 	var out []Delivery
 	for c.permits > 0 && !c.held {
-		want := min(c.permits, d.opts.MaxReadBatch)
+		rc, ok := d.openRead()
+		if !ok {
+			break
+		}
+		start := len(out)
+		want := rc.cap(min(c.permits, d.opts.MaxReadBatch))
 		got := 0
-		for ; got < want && !c.held; got++ {
+		for ; got < want && !c.held && !rc.full(); got++ {
 			e := d.cur.NextUnacked(d.cur.ReadPosition())
 			if e >= end {
 				break
 			}
 			d.cur.SetReadPosition(e + 1)
 			info := log.Info(e)
+			rc.take(info)
 			if d.screenAck(e, info) || d.held(e, info) {
 				continue
 			}
@@ -144,6 +150,7 @@ func (d *Dispatcher) dispatchSingle(log Log) []Delivery {
 			})
 			d.sent(c, e)
 		}
+		d.spend(out[start:], log)
 		if got == 0 {
 			break
 		}

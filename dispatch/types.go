@@ -71,6 +71,9 @@ type EntryInfo struct {
 	// holds, are the indexes a consumer may still get (1 bits, the wire
 	// convention of ack sets); nil otherwise.
 	Free []int64
+	// Size is the entry's size in bytes; only a Budget's byte limit reads
+	// it.
+	Size int
 }
 
 // Log is the read-only view of a topic's log that the broker passes to Dispatch.

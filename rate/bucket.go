@@ -11,8 +11,10 @@ import "math"
 // capacity (Rate), starting full. Tokens are added only in steps: when at
 // least the resolution has passed since the last addition (or, when one
 // token takes longer than that, at least one token's time), carrying the
-// remainder of the division forward, as Pulsar's bucket does. Consuming may
-// drive the tokens below zero.
+// remainder of the division forward, as Pulsar's bucket does (Pulsar waits
+// for a nanosecond more, which only a clock moved by hand could tell apart:
+// here a test that moves its clock by exactly a period sees the tokens).
+// Consuming may drive the tokens below zero.
 type Bucket struct {
 	rate       int64
 	period     int64 // ns
@@ -65,7 +67,7 @@ func (b *Bucket) update(now int64) {
 	if b.oneToken > b.resolution {
 		step = b.oneToken - b.remainder
 	}
-	if now <= b.last+step {
+	if now < b.last+step {
 		return
 	}
 	d := now - b.last + b.remainder
