@@ -11,12 +11,6 @@ import (
 	"github.com/pulsarsim/pulsarsim/testkit"
 )
 
-// startManual starts a broker on a clock that moves only when told to.
-func startManual(t *testing.T) (*testkit.Broker, *broker.ManualClock) {
-	clk := broker.NewManualClock(time.Unix(1_700_000_000, 0))
-	return testkit.Start(t, testkit.WithBroker(broker.WithClock(clk))), clk
-}
-
 // sentTo is how many messages a subscription's consumers were sent.
 func sentTo(b *testkit.Broker, topic, sub string) int64 {
 	return b.Stats(topic).Subscriptions[sub].MsgOutCounter
@@ -25,7 +19,7 @@ func sentTo(b *testkit.Broker, topic, sub string) int64 {
 // A topic's dispatch rate lets a period's messages out, then nothing until
 // the next period on the broker clock.
 func TestTopicDispatchRateSendsAPeriodsMessagesAtATime(t *testing.T) {
-	b, clk := startManual(t)
+	b := testkit.Start(t)
 	ctx := testCtx(t)
 	const topic = "persistent://public/default/dispatch-rate"
 	b.CreateSubscription(topic, "s", broker.Earliest)
@@ -46,8 +40,7 @@ func TestTopicDispatchRateSendsAPeriodsMessagesAtATime(t *testing.T) {
 		t.Fatalf("%d delivered without tokens, want 3", n)
 	}
 	for _, want := range []int64{6, 9, 10} {
-		clk.Advance(time.Second)
-		b.RunTimers()
+		b.Advance(time.Second)
 		b.WaitFor(ctx, "the next period's messages", func() bool { return sentTo(b, topic, "s") == want })
 		ackReceived(cons)
 	}
@@ -68,7 +61,7 @@ func ackReceived(c pulsar.Consumer) {
 // A subscription dispatch rate limits each subscription on its own; the
 // topic's limits them all together.
 func TestSubscriptionAndTopicDispatchRates(t *testing.T) {
-	b, _ := startManual(t)
+	b := testkit.Start(t)
 	ctx := testCtx(t)
 	const topic = "persistent://public/default/dispatch-rates"
 	b.CreateSubscription(topic, "a", broker.Earliest)

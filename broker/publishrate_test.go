@@ -19,8 +19,7 @@ import (
 // connection once a second's messages are in; broker time passing lets the
 // next ones in.
 func TestPublishRateThrottlesTheProducersConnection(t *testing.T) {
-	clk := broker.NewManualClock(time.Unix(1_700_000_000, 0))
-	b := testkit.Start(t, testkit.WithBroker(broker.WithClock(clk)))
+	b := testkit.Start(t)
 	ctx := testCtx(t)
 	const topic = "persistent://public/default/pub-rate"
 	if err := b.CreateTopic(topic); err != nil {
@@ -46,11 +45,9 @@ func TestPublishRateThrottlesTheProducersConnection(t *testing.T) {
 		t.Fatalf("%d stored while throttled", n)
 	}
 	// A second refills the five tokens: five more, then throttled again.
-	clk.Advance(time.Second)
-	b.RunTimers()
+	b.Advance(time.Second)
 	b.WaitFor(ctx, "ten stored, throttled again", func() bool { return stored() == 10 && b.PublishThrottled(topic) })
-	clk.Advance(time.Second)
-	b.RunTimers()
+	b.Advance(time.Second)
 	for range 12 {
 		if err := <-done; err != nil {
 			t.Fatal(err)
