@@ -148,12 +148,14 @@ func run() error {
 	results := make([]result, len(tests))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, o.parallel)
+	var shared stateLocks
 	for i, name := range tests {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			defer shared.hold(name)()
 			results[i] = runOne(t2j, testBin, filepath.Join(mod, "pulsar"), name, o.timeout)
 			r := results[i]
 			logf("%-4s %-60s %6.1fs", r.Status, r.Name, r.Seconds)

@@ -15,12 +15,9 @@ var dockerTests = map[string]bool{
 
 // knownGaps names the pulsarsim feature a failing test needs.
 var knownGaps = map[string]string{
-	"TestMemLimitContextCancel":                   "timing inside the client: its send timeout can fire before the cancelled context is seen (passed in the other full runs)",
-	"TestSendTimeout":                             "needs-feature: publish rate limiting (topic publishRate policy)",
-	"TestSendContextExpired":                      "needs-feature: publish rate limiting (topic publishRate policy)",
-	"TestProducerReconnectWhenBacklogQuotaExceed": "needs-feature: backlog quotas",
-	"TestMessageSingleRouter":                     "skipped by the suite itself (flaky)",
-	"TestReaderWithSeekByTime":                    "timing: pulsarsim answers within the millisecond, so the last message and the seek to now can share a publish millisecond, and Pulsar's rule (first entry at or after the time) then keeps that message; passes in most runs",
+	"TestMemLimitContextCancel": "timing inside the client: its send timeout can fire before the cancelled context is seen (passed in the other full runs)",
+	"TestMessageSingleRouter":   "skipped by the suite itself (flaky)",
+	"TestReaderWithSeekByTime":  "timing: pulsarsim answers within the millisecond, so the last message and the seek to now can share a publish millisecond, and Pulsar's rule (first entry at or after the time) then keeps that message; passes in most runs",
 }
 
 // reasonFor returns the reason category of a failing or skipped test.
