@@ -118,6 +118,10 @@ func (d *Dispatcher) dispatchSingle(log Log) []Delivery {
 		return nil
 	}
 	end := log.End()
+	view, _ := log.(Compacted)
+	if !c.spec.ReadCompacted {
+		view = nil
+	}
 	var out []Delivery
 	for c.permits > 0 && !c.held {
 		rc, ok := d.openRead()
@@ -128,25 +132,26 @@ func (d *Dispatcher) dispatchSingle(log Log) []Delivery {
 		want := rc.cap(min(c.permits, d.opts.MaxReadBatch))
 		got := 0
 		for ; got < want && !c.held && !rc.full(); got++ {
-			e := d.cur.NextUnacked(d.cur.ReadPosition())
-			if e >= end {
+			e, compacted := d.nextSingle(view)
+			if e >= end && !compacted {
 				break
 			}
 			d.cur.SetReadPosition(e + 1)
 			info := log.Info(e)
 			rc.take(info)
-			if d.screenAck(e, info) || d.held(e, info) {
+			if !compacted && (d.screenAck(e, info) || d.held(e, info)) {
 				continue
 			}
 			ackSet, msgs := d.ackSetFor(e, info)
 			c.permits -= int(msgs)
 			d.inflight = append(d.inflight, sentEntry{e, msgs})
 			out = append(out, Delivery{
-				Consumer: c.spec.ID,
-				Entry:    e,
-				AckSet:   ackSet,
-				Messages: msgs,
-				Epoch:    c.epoch,
+				Consumer:  c.spec.ID,
+				Entry:     e,
+				AckSet:    ackSet,
+				Messages:  msgs,
+				Epoch:     c.epoch,
+				Compacted: compacted,
 			})
 			d.sent(c, e)
 		}
@@ -156,4 +161,25 @@ func (d *Dispatcher) dispatchSingle(log Log) []Delivery {
 		}
 	}
 	return out
+}
+
+// nextSingle returns the next entry to read for the active consumer of a
+// single-active subscription: the next unacknowledged entry from the read
+// position, or, for a consumer reading compacted (view not nil) while the
+// read position is at or before the view's horizon, the view's next entry
+// (compacted true). Past the view's last entry the read goes on in the log
+// after the horizon, as Pulsar's cursor seeks there.
+func (d *Dispatcher) nextSingle(view Compacted) (e int64, compacted bool) {
+	from := d.cur.ReadPosition()
+	for {
+		e = d.cur.NextUnacked(from)
+		if view == nil || e > view.CompactedHorizon() {
+			return e, false
+		}
+		if next := view.CompactedNext(e); next != e {
+			from = next
+			continue
+		}
+		return e, true
+	}
 }

@@ -84,6 +84,21 @@ type Log interface {
 	Info(e int64) EntryInfo
 }
 
+// Compacted is a Log that also has a compacted view (Pulsar's compacted
+// topic): for some entries up to a horizon, other contents. A consumer that
+// reads compacted (ConsumerSpec.ReadCompacted) of an Exclusive or Failover
+// subscription reads the view's entries while its read position is at or
+// before the horizon, and the log after it.
+type Compacted interface {
+	Log
+	// CompactedHorizon returns the last entry the view covers, or -1 when
+	// the topic has no compacted view.
+	CompactedHorizon() int64
+	// CompactedNext returns the first entry of the view at or after e, or
+	// CompactedHorizon()+1 when there is none.
+	CompactedNext(e int64) int64
+}
+
 // ConsumerSpec describes a consumer joining a subscription.
 type ConsumerSpec struct {
 	// ID is the consumer's id, unique within the subscription.
@@ -103,6 +118,10 @@ type ConsumerSpec struct {
 	AllowOutOfOrder bool
 	// Epoch is the consumer_epoch sent with SUBSCRIBE, or -1 when absent.
 	Epoch int64
+	// ReadCompacted is SUBSCRIBE.read_compacted: on Exclusive and Failover
+	// the consumer reads the log's compacted view up to its horizon (see
+	// Compacted). The broker refuses it on other types.
+	ReadCompacted bool
 }
 
 // Delivery is one decision of Dispatch: send entry Entry to consumer Consumer.
@@ -122,6 +141,9 @@ type Delivery struct {
 	// Epoch is MESSAGE.consumer_epoch: the consumer's epoch on Exclusive and
 	// Failover, -1 (omit the field) on Shared and Key_Shared.
 	Epoch int64
+	// Compacted says the entry comes from the log's compacted view (send
+	// the view's contents of Entry, not the log's).
+	Compacted bool
 }
 
 // Defaults used when the corresponding Options field is zero.
