@@ -40,6 +40,7 @@ func New(b *broker.Broker, opts ...Option) *Server {
 	s.routeNamespaces()
 	s.routeTopics()
 	s.routePolicies()
+	s.routeCompaction()
 	s.routeSchemas()
 	s.routeSchemaPolicies()
 	s.routeCluster()

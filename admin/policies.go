@@ -64,6 +64,9 @@ type policyEndpoint struct {
 	// applied is whether such a GET takes ?applied.
 	topicUnset int
 	applied    bool
+	// nsMethod is the method that sets the namespace-level policy: POST
+	// when empty (Pulsar sets a few with PUT).
+	nsMethod string
 }
 
 // intPolicy is a policy held in an int field: nsName and topicReason name
@@ -132,6 +135,7 @@ var policyEndpoints = []policyEndpoint{
 	publishRateEndpoint,
 	deduplicationEndpoint,
 	delayedDeliveryEndpoint,
+	compactionThresholdEndpoint,
 }
 
 // optionalAtTopic marks a policy Pulsar reads at topic level as an optional
@@ -324,7 +328,11 @@ func (s *Server) routePolicies() {
 		ns := "/admin/v2/namespaces/{tenant}/{ns}/" + p.nsPath
 		topic := "/admin/v2/{domain}/{tenant}/{ns}/{topic}/" + p.topicPath
 		s.mux.HandleFunc("GET "+ns, s.getNamespacePolicy(p))
-		s.mux.HandleFunc("POST "+ns, s.setNamespacePolicy(p))
+		method := p.nsMethod
+		if method == "" {
+			method = "POST"
+		}
+		s.mux.HandleFunc(method+" "+ns, s.setNamespacePolicy(p))
 		s.mux.HandleFunc("DELETE "+ns, s.removeNamespacePolicy(p))
 		s.mux.HandleFunc("GET "+topic, s.getTopicPolicy(p))
 		s.mux.HandleFunc("POST "+topic, s.setTopicPolicy(p))

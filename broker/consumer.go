@@ -28,6 +28,8 @@ type Consumer struct {
 	// autoConsume: it subscribed with an AUTO_CONSUME schema, which takes
 	// whatever schema the topic has.
 	autoConsume bool
+	// readCompacted: it reads the topic's compacted view (compaction.go).
+	readCompacted bool
 	// activeNote is an ACTIVE_CONSUMER_CHANGE held until the first FLOW
 	// (Failover; see tellActiveLocked), under the topic's lock.
 	activeNote *pb.BaseCommand
@@ -348,6 +350,9 @@ func (c *conn) handleGetLastMessageID(g *pb.CommandGetLastMessageId) {
 	t := cs.sub.topic
 	t.mu.Lock()
 	last := t.lastMessageIDLocked()
+	if cs.readCompacted && t.view.has && t.lastDispatchableLocked() <= t.view.horizon {
+		last = t.lastCompactedIDLocked()
+	}
 	md := protocol.MessageID(t.ledger, uint64(cs.sub.cur.MarkDelete()), int32(t.name.Partition))
 	t.mu.Unlock()
 	c.send(protocol.Base(pb.BaseCommand_GET_LAST_MESSAGE_ID_RESPONSE, &pb.CommandGetLastMessageIdResponse{

@@ -126,6 +126,10 @@ type subSettlement struct {
 	// abort gave back while no consumer was attached.
 	txnHeld    map[int64][]int64
 	idleCounts map[int64]bool
+	// compactedAway are the entries a read-compacted consumer of the
+	// subscription passes over: at or before the compaction horizon and
+	// not in the compacted view (nil when it had no such consumer).
+	compactedAway func(n int64) bool
 }
 
 func (t *Topic) settlementLocked() topicSettlement {
@@ -138,6 +142,13 @@ func (t *Topic) settlementLocked() topicSettlement {
 	for _, s := range t.subs {
 		ss := subSettlement{name: s.name, backlog: s.cur.Backlog(ts.end), txnHeld: s.txnHeldLocked(),
 			idleCounts: maps.Clone(s.returnedIdle)}
+		if s.readCompacted && t.view.has {
+			horizon, inView := t.view.horizon, slices.Clone(t.view.pos)
+			ss.compactedAway = func(n int64) bool {
+				_, found := slices.BinarySearch(inView, n)
+				return n <= horizon && !found
+			}
+		}
 		if s.disp != nil {
 			ss.state = s.disp.Snapshot()
 		} else {
@@ -318,7 +329,8 @@ func (c *subCheck) checkStates() {
 		}
 	}
 	for n := c.st.MarkDelete + 1; n < min(read, c.ts.end); n++ {
-		if _, inTxn := c.ss.txnHeld[n]; !c.acked[n] && len(held[n]) == 0 && !inTxn {
+		away := c.ss.compactedAway != nil && c.ss.compactedAway(n)
+		if _, inTxn := c.ss.txnHeld[n]; !c.acked[n] && len(held[n]) == 0 && !inTxn && !away {
 			c.fail(RuleOneState, n, "in no state: not acknowledged, not pending, not waiting for a replay or its delivery time, "+
 				"and before the read position %d, so it would never be delivered again", read)
 		}

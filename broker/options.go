@@ -18,6 +18,7 @@ type config struct {
 	autoNamespaces    bool
 	quotaInterval     time.Duration // backlogQuotaCheckIntervalInSeconds; 0: no periodic check
 	preciseQuota      bool          // preciseTimeBasedBacklogQuotaCheck
+	compactionCheck   time.Duration // brokerServiceCompactionMonitorIntervalInSeconds; 0: none
 	keepAlive         time.Duration
 	logger            *slog.Logger
 	clock             Clock
@@ -59,6 +60,7 @@ func defaultConfig() config {
 		ksConsistentHash:  true,
 		expiryInterval:    5 * time.Minute,
 		quotaInterval:     60 * time.Second,
+		compactionCheck:   60 * time.Second,
 		writeLow:          DefaultWriteBufferLowWaterMark,
 		writeHigh:         DefaultWriteBufferHighWaterMark,
 		authRefresh:       60 * time.Second,

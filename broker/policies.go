@@ -77,6 +77,12 @@ type Policies struct {
 	// DeduplicationEnabled is deduplicationEnabled (the broker's
 	// brokerDeduplicationEnabled). Default false.
 	DeduplicationEnabled *bool
+	// CompactionThreshold is compactionThreshold (compaction_threshold, the
+	// broker's brokerServiceCompactionThresholdInBytes), in bytes: every
+	// compaction check (60 s of broker time) compacts the topic when the
+	// backlog of its __compaction subscription is over it. 0, the
+	// default, never compacts by itself.
+	CompactionThreshold *int64
 	// DelayedDelivery is the delayed-delivery policy (delayedDelivery,
 	// delayed_delivery_policies). Default: active, a 1 s tick, no maximum
 	// delay.
@@ -206,6 +212,7 @@ func defaultPolicies() Policies {
 		BacklogQuota:                      new(noQuota),
 		MessageAgeBacklogQuota:            new(noQuota),
 		DeduplicationEnabled:              new(false),
+		CompactionThreshold:               new(int64(0)),
 		DelayedDelivery:                   &DelayedDelivery{Active: true, TickMillis: 1000},
 		SchemaCompatibilityStrategy:       new(SchemaFull),
 		SchemaValidationEnforced:          new(false),
@@ -238,6 +245,9 @@ func (p Policies) validate() error {
 		if f.v != nil && *f.v < 0 {
 			return errorf(ErrInvalidPolicy, "%s must be 0 or more", f.name)
 		}
+	}
+	if v := p.CompactionThreshold; v != nil && *v < 0 {
+		return errorf(ErrInvalidPolicy, "compactionThreshold must be 0 or more")
 	}
 	if r := p.Retention; r != nil {
 		if err := r.validate(); err != nil {
@@ -526,4 +536,5 @@ func (t *Topic) applyPoliciesLocked() {
 		s.applyPoliciesLocked(p)
 		s.dispatchLocked()
 	}
+	t.ensureCompactionSubscriptionLocked(p)
 }

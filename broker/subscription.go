@@ -42,6 +42,9 @@ type Subscription struct {
 	// subscription's own limit (dispatchrate.go).
 	retryAt      int64
 	dispatchRate dispatchLimiter
+	// readCompacted: a consumer that reads the compacted view attached
+	// (compaction.go); the invariants allow the entries it passes over.
+	readCompacted bool
 	// endRead is the cursor's read past the last entry (endoftopic.go).
 	endRead endRead
 
@@ -72,6 +75,9 @@ func (l topicLog) End() int64 { return l.t.readEnd() }
 
 func (l topicLog) Info(n int64) dispatch.EntryInfo {
 	e := l.t.log.get(n)
+	if e == nil {
+		e = l.t.view.viewEntry(n) // a freed entry the compacted view keeps
+	}
 	if e == nil {
 		return dispatch.EntryInfo{Messages: 1, Key: noneKey}
 	}
@@ -171,6 +177,11 @@ func (s *Subscription) applyPoliciesLocked(p *Policies) {
 func (t *Topic) startPosition(sub *pb.CommandSubscribe) int64 {
 	latest := t.log.end() - 1
 	earliest := t.log.base - 1
+	if sub.GetReadCompacted() && len(t.view.pos) > 0 {
+		// A read-compacted consumer from the earliest position starts at
+		// the compacted view, which may keep entries the log has freed.
+		earliest = min(earliest, t.view.pos[0]-1)
+	}
 	initial := latest
 	if sub.GetInitialPosition() == pb.CommandSubscribe_Earliest {
 		initial = earliest
@@ -315,7 +326,8 @@ func (s *Subscription) dropIfUnusedLocked() {
 // consumerSpec is what the dispatcher needs to know of a SUBSCRIBE's
 // consumer.
 func consumerSpec(sub *pb.CommandSubscribe) dispatch.ConsumerSpec {
-	spec := dispatch.ConsumerSpec{Name: sub.GetConsumerName(), Priority: sub.GetPriorityLevel(), Epoch: -1}
+	spec := dispatch.ConsumerSpec{Name: sub.GetConsumerName(), Priority: sub.GetPriorityLevel(), Epoch: -1,
+		ReadCompacted: sub.GetReadCompacted()}
 	if sub.ConsumerEpoch != nil {
 		spec.Epoch = int64(sub.GetConsumerEpoch())
 	}
@@ -355,9 +367,11 @@ func (s *Subscription) attachConsumerLocked(c *conn, sub *pb.CommandSubscribe, t
 	cons := &Consumer{
 		ID: sub.GetConsumerId(), Name: spec.Name, conn: c, sub: s, dispID: spec.ID,
 		priority: sub.GetPriorityLevel(), metadata: properties(sub.GetMetadata()), since: time.Now(),
-		autoConsume: sub.GetSchema().GetType() == pb.Schema_AutoConsume,
+		autoConsume:   sub.GetSchema().GetType() == pb.Schema_AutoConsume,
+		readCompacted: sub.GetReadCompacted(),
 	}
 	s.consumers[spec.ID] = cons
+	s.readCompacted = s.readCompacted || cons.readCompacted
 	c.mu.Lock()
 	c.consumers[cons.ID] = cons
 	c.mu.Unlock()
@@ -462,6 +476,9 @@ func (s *Subscription) dispatchAtLocked(now time.Time) {
 	for _, d := range s.deliveriesLocked(now) {
 		cons := s.consumers[d.Consumer]
 		e := t.log.get(d.Entry)
+		if d.Compacted {
+			e = t.view.viewEntry(d.Entry)
+		}
 		if cons == nil || e == nil {
 			continue
 		}

@@ -114,6 +114,7 @@ func (b *Broker) startTimers() {
 	}
 	b.startQuotaChecks()
 	b.startInactiveTopicChecks()
+	b.startPeriodic(b.cfg.compactionCheck, b.checkCompaction)
 	b.wg.Add(1)
 	go b.timerLoop()
 }

@@ -41,6 +41,9 @@ type Topic struct {
 	// topic stores a transactional message or ends a transaction.
 	buf *txn.Buffer
 
+	// view is the topic's compacted view (compaction.go).
+	view compactedView
+
 	// pol are the policies in force, resolved when the broker's policies
 	// were at generation polGen (policiesLocked).
 	pol    *Policies

@@ -127,8 +127,14 @@ var nsDocKeys = []string{"backlog_quota_map", "topicDispatchRate", "clusterDispa
 // Pulsar answers a body it cannot parse with its JSON parser's own words, in
 // plain text.
 func runAdminScript(t *testing.T, base, ns string) []string {
+	return runAdminSteps(t, base, ns, policyScript())
+}
+
+// runAdminSteps sends steps to the admin API at base and describes each
+// answer, as runAdminScript does.
+func runAdminSteps(t *testing.T, base, ns string, steps []adminStep) []string {
 	var out []string
-	for _, s := range policyScript() {
+	for _, s := range steps {
 		path := strings.ReplaceAll(s.path, "{ns}", ns)
 		req, err := http.NewRequest(s.method, base+path, bytes.NewBufferString(s.body))
 		if err != nil {

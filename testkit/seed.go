@@ -170,3 +170,13 @@ func (b *Broker) AdminURL() string {
 	b.adminURL = "http://" + ln.Addr().String()
 	return b.adminURL
 }
+
+// Compact compacts a topic (every partition of a partitioned topic) as
+// Pulsar's admin trigger does; read-compacted consumers and readers, and
+// TableViews, then read the latest message of each key up to now.
+func (b *Broker) Compact(topic string) {
+	b.tb.Helper()
+	if err := b.srv.Compact(topic); err != nil {
+		b.tb.Fatalf("pulsarsim: compact %s: %v", topic, err)
+	}
+}

@@ -1,0 +1,403 @@
+package broker
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/pulsarsim/pulsarsim/compaction"
+	"github.com/pulsarsim/pulsarsim/protocol"
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
+)
+
+// CompactionSubscription is the name of the compactor's subscription
+// (Pulsar's __compaction): a durable subscription whose mark-delete
+// position is the compaction horizon once a compaction has run. It shows
+// in stats as any subscription does.
+const CompactionSubscription = "__compaction"
+
+// CompactionStatus is a topic's compaction status, Pulsar's
+// LongRunningProcessStatus.
+type CompactionStatus struct {
+	// Status is "NOT_RUN", "RUNNING", "SUCCESS" or "ERROR".
+	Status string
+	// LastError is the error of a failed compaction, else "".
+	LastError string
+}
+
+// The compaction statuses.
+const (
+	CompactionNotRun  = "NOT_RUN"
+	CompactionRunning = "RUNNING"
+	CompactionSuccess = "SUCCESS"
+	CompactionError   = "ERROR"
+)
+
+// compactedView is a topic's compacted view (Pulsar's compacted ledger):
+// for each key, its latest message up to the horizon, as entries at their
+// original positions. A batch entry some of whose messages are gone is
+// rewritten with those messages compacted out.
+type compactedView struct {
+	ran     bool  // a compaction ran: the status is SUCCESS
+	has     bool  // a compaction stored a view: horizon is set
+	horizon int64 // the last entry the view covers
+	pos     []int64
+	entries []*entry
+}
+
+// viewEntry returns the view's entry at position n, or nil.
+func (v *compactedView) viewEntry(n int64) *entry {
+	i, ok := slices.BinarySearch(v.pos, n)
+	if !ok {
+		return nil
+	}
+	return v.entries[i]
+}
+
+// CompactedHorizon is dispatch.Compacted's: the last entry of the view, -1
+// without one.
+func (l topicLog) CompactedHorizon() int64 {
+	if !l.t.view.has {
+		return -1
+	}
+	return l.t.view.horizon
+}
+
+// CompactedNext is dispatch.Compacted's: the view's first entry at or
+// after n, or the horizon plus one.
+func (l topicLog) CompactedNext(n int64) int64 {
+	v := &l.t.view
+	if i := sort.Search(len(v.pos), func(i int) bool { return v.pos[i] >= n }); i < len(v.pos) {
+		return v.pos[i]
+	}
+	return v.horizon + 1
+}
+
+// Compact compacts a topic now, as Pulsar's compactor does when the admin
+// API triggers it (PUT .../compaction); on a partitioned topic, every
+// partition. The compaction is done when Compact returns, so it is never
+// found running. It fails with ErrTopicNotFound for a topic that does not
+// exist and for non-persistent topics.
+func (b *Broker) Compact(topic string) error {
+	tn, err := ParseTopicName(topic)
+	if err != nil {
+		return err
+	}
+	ts, err := b.compactionTopics(tn)
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		t.mu.Lock()
+		t.compactLocked()
+		t.mu.Unlock()
+	}
+	return nil
+}
+
+// compactionTopics returns the topics a compaction of tn concerns: the
+// partitions of a partitioned topic (created if need be, as Pulsar's
+// trigger reaches each of them), else the topic itself.
+func (b *Broker) compactionTopics(tn TopicName) ([]*Topic, error) {
+	if !tn.Persistent {
+		return nil, topicNotFound(tn)
+	}
+	if n := b.partitions(tn); n > 0 {
+		ts := make([]*Topic, 0, n)
+		for i := range n {
+			t, err := b.getOrCreateTopic(tn.PartitionName(i), true)
+			if err != nil {
+				return nil, err
+			}
+			ts = append(ts, t)
+		}
+		return ts, nil
+	}
+	t := b.lookupTopic(tn.String())
+	if t == nil {
+		return nil, topicNotFound(tn)
+	}
+	return []*Topic{t}, nil
+}
+
+// CompactionStatus returns the status of a topic's last compaction
+// (GET .../compaction). A partitioned topic has none of its own: it fails
+// with ErrTopicNotFound, as Pulsar answers, and so does a topic that does
+// not exist.
+func (b *Broker) CompactionStatus(topic string) (CompactionStatus, error) {
+	tn, err := ParseTopicName(topic)
+	if err != nil {
+		return CompactionStatus{}, err
+	}
+	t := b.lookupTopic(tn.String())
+	if t == nil || !tn.Persistent {
+		return CompactionStatus{}, topicNotFound(tn)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.view.ran {
+		return CompactionStatus{Status: CompactionNotRun}, nil
+	}
+	return CompactionStatus{Status: CompactionSuccess}, nil
+}
+
+// compactLocked runs one compaction of the topic, as Pulsar's compactor
+// does through its __compaction subscription (created at the earliest
+// position if missing). The compactor reads what a read-compacted reader
+// from the earliest position reads: the view up to the old horizon, then
+// the log up to the last message id such a reader is told of. Markers and
+// aborted messages are not read. The new horizon is that last message,
+// even when it lies before the old horizon (Pulsar acknowledges it, and
+// moves its horizon there; the subscription's mark-delete position does
+// not go back). With nothing to read, nothing changes.
+func (t *Topic) compactLocked() {
+	t.view.ran = true
+	s := t.subs[CompactionSubscription]
+	if s == nil {
+		s = t.newSubscriptionLocked(CompactionSubscription, true, t.log.base-1)
+	}
+	last := t.lastDispatchableLocked()
+	if t.view.has && last <= t.view.horizon {
+		last = -1
+		if n := len(t.view.pos); n > 0 {
+			last = t.view.pos[n-1]
+		}
+	}
+	if last < 0 {
+		return
+	}
+	var in []compaction.Entry
+	src := map[int64]*entry{}
+	for i, p := range t.view.pos {
+		if p <= last {
+			in = append(in, t.compactionEntry(p, t.view.entries[i]))
+			src[p] = t.view.entries[i]
+		}
+	}
+	from := t.log.base
+	if t.view.has {
+		from = max(from, t.view.horizon+1)
+	}
+	for n := from; n <= last; n++ {
+		e := t.log.get(n)
+		if e == nil || t.entrySkip(e) {
+			continue
+		}
+		in = append(in, t.compactionEntry(n, e))
+		src[n] = e
+	}
+	kept := compaction.Compact(in, compaction.Options{})
+	v := compactedView{ran: true, has: true, horizon: last}
+	for _, k := range kept {
+		e := src[k.Pos]
+		if k.Keep != nil {
+			e = t.rewriteBatch(e, k.Keep)
+		}
+		v.pos = append(v.pos, k.Pos)
+		v.entries = append(v.entries, e)
+	}
+	t.view = v
+	if last > s.cur.MarkDelete() {
+		s.cur.AckCumulative(last)
+	}
+	t.trimLocked()
+}
+
+// compactionEntry describes entry e at position n for the compactor: its
+// messages' keys and sizes. An entry that does not parse counts as one
+// message without a key.
+func (t *Topic) compactionEntry(n int64, e *entry) compaction.Entry {
+	ce := compaction.Entry{Pos: n, Marker: e.marker}
+	md, body, err := openEntry(e.data, t.b.cfg.maxMessageSize)
+	if err != nil {
+		ce.Messages = []compaction.Message{{}}
+		return ce
+	}
+	if md.NumMessagesInBatch == nil {
+		m := compaction.Message{Key: md.GetPartitionKey(), HasKey: md.PartitionKey != nil, Size: len(body)}
+		if md.UncompressedSize != nil {
+			m.Size = int(md.GetUncompressedSize())
+		}
+		ce.Messages = []compaction.Message{m}
+		return ce
+	}
+	singles, err := protocol.SplitBatch(body, int(md.GetNumMessagesInBatch()))
+	if err != nil {
+		ce.Messages = []compaction.Message{{}}
+		return ce
+	}
+	ce.Batched = true
+	for _, s := range singles {
+		smd := s.Metadata
+		ce.Messages = append(ce.Messages, compaction.Message{Key: smd.GetPartitionKey(),
+			HasKey: smd.PartitionKey != nil, Size: int(smd.GetPayloadSize()), Out: smd.GetCompactedOut()})
+	}
+	return ce
+}
+
+// rewriteBatch returns batch entry e with the messages keep does not keep
+// compacted out (an empty payload and compacted_out set, in their places),
+// as Pulsar's compactor rewrites a batch. The body is stored uncompressed.
+// An entry keeping all of its messages is returned as it is.
+func (t *Topic) rewriteBatch(e *entry, keep []bool) *entry {
+	md, body, err := openEntry(e.data, t.b.cfg.maxMessageSize)
+	if err != nil {
+		return e
+	}
+	singles, err := protocol.SplitBatch(body, int(md.GetNumMessagesInBatch()))
+	if err != nil || len(singles) != len(keep) {
+		return e
+	}
+	changed := false
+	for i, s := range singles {
+		if !keep[i] && !s.Metadata.GetCompactedOut() {
+			singles[i] = protocol.SingleMessage{Metadata: &pb.SingleMessageMetadata{
+				PayloadSize: proto.Int32(0), CompactedOut: proto.Bool(true)}}
+			changed = true
+		}
+	}
+	if !changed {
+		return e
+	}
+	nb := protocol.AppendBatch(nil, singles)
+	nmd := proto.Clone(md).(*pb.MessageMetadata)
+	nmd.Compression = nil
+	nmd.UncompressedSize = proto.Uint32(uint32(len(nb)))
+	out := *e
+	out.data = protocol.AppendPayload(nil, nmd, nb)
+	return &out
+}
+
+// lastCompactedIDLocked is what GET_LAST_MESSAGE_ID answers a
+// read-compacted consumer when the topic has nothing after its compaction
+// horizon, as Pulsar does: the view's last entry, with the index of the
+// last message a batch keeps (-1 for a batch of one), or (-1, -1) for an
+// empty view.
+func (t *Topic) lastCompactedIDLocked() *pb.MessageIdData {
+	v := &t.view
+	if len(v.pos) == 0 {
+		id := protocol.MessageID(minusOne, minusOne, int32(t.name.Partition))
+		id.Partition = proto.Int32(int32(t.name.Partition))
+		return id
+	}
+	n := v.pos[len(v.pos)-1]
+	id := protocol.MessageID(t.ledger, uint64(n), int32(t.name.Partition))
+	id.Partition = proto.Int32(int32(t.name.Partition))
+	if e := v.entries[len(v.entries)-1]; e.batched && e.messages > 1 {
+		if i := lastKeptIndex(e, t.b.cfg.maxMessageSize); i >= 0 {
+			id.BatchIndex = proto.Int32(i)
+		}
+	}
+	return id
+}
+
+// lastKeptIndex returns the index of the last message of batch entry e
+// that is not compacted out, or -1.
+func lastKeptIndex(e *entry, limit int) int32 {
+	md, body, err := openEntry(e.data, limit)
+	if err != nil {
+		return -1
+	}
+	singles, err := protocol.SplitBatch(body, int(md.GetNumMessagesInBatch()))
+	if err != nil {
+		return -1
+	}
+	for i := len(singles) - 1; i >= 0; i-- {
+		if !singles[i].Metadata.GetCompactedOut() {
+			return int32(i)
+		}
+	}
+	return -1
+}
+
+// String describes a status for logs and failures.
+func (s CompactionStatus) String() string {
+	if s.LastError != "" {
+		return fmt.Sprintf("%s (%s)", s.Status, s.LastError)
+	}
+	return s.Status
+}
+
+// WithCompactionCheckInterval sets
+// brokerServiceCompactionMonitorIntervalInSeconds: how often, by the broker
+// clock, the broker compacts the topics whose backlog is over their
+// compaction threshold (Policies.CompactionThreshold). Default 60 s; 0
+// turns the periodic check off.
+func WithCompactionCheckInterval(d time.Duration) Option {
+	return func(c *config) { c.compactionCheck = d }
+}
+
+// RunCompactionCheck runs the periodic compaction check now.
+func (b *Broker) RunCompactionCheck() { b.checkCompaction(b.cfg.clock.Now()) }
+
+// checkCompaction compacts every persistent topic whose compaction
+// threshold is set and whose backlog estimate is over it, as Pulsar's
+// checkCompaction does: the backlog of the __compaction subscription, or,
+// before the first compaction, the topic's estimated backlog (its whole
+// size when it has no durable subscription).
+func (b *Broker) checkCompaction(time.Time) {
+	b.mu.Lock()
+	topics := make([]*Topic, 0, len(b.topics))
+	for _, t := range b.topics {
+		if t.name.Persistent {
+			topics = append(topics, t)
+		}
+	}
+	b.mu.Unlock()
+	for _, t := range topics {
+		t.mu.Lock()
+		if th := *t.policiesLocked().CompactionThreshold; th > 0 && !t.deleted && t.compactionBacklogLocked() > th {
+			t.compactLocked()
+		}
+		t.mu.Unlock()
+	}
+}
+
+// compactionBacklogLocked is the backlog estimate checkCompaction compares
+// with the threshold, in bytes.
+func (t *Topic) compactionBacklogLocked() int64 {
+	if s := t.subs[CompactionSubscription]; s != nil {
+		return t.sizeAfterLocked(s.cur.MarkDelete())
+	}
+	for _, s := range t.subs {
+		if s.durable {
+			return t.backlogSizeLocked()
+		}
+	}
+	return t.log.totalBytes - t.log.freedBytes
+}
+
+// ensureCompactionSubscriptionLocked creates the __compaction subscription
+// at the earliest position when the topic has a compaction threshold, as
+// Pulsar does when the policy applies, so that the compactor later sees
+// everything published since.
+func (t *Topic) ensureCompactionSubscriptionLocked(p *Policies) {
+	if t.name.Persistent && *p.CompactionThreshold > 0 && t.subs[CompactionSubscription] == nil {
+		t.newSubscriptionLocked(CompactionSubscription, true, t.log.base-1)
+	}
+}
+
+// startPeriodic registers fn to run every d of broker time, the first time
+// d from now; several runs in a row with nothing else due between them
+// collapse into the last. d ≤ 0 registers nothing.
+func (b *Broker) startPeriodic(d time.Duration, fn func(now time.Time)) {
+	if d <= 0 {
+		return
+	}
+	step := d.Milliseconds()
+	var run func(at int64)
+	run = func(at int64) {
+		fn(time.UnixMilli(at))
+		next := at + step
+		if now := b.cfg.clock.Now().UnixMilli(); now-next >= step {
+			if other, ok := b.timers.earliest(); !ok || other > now {
+				next += (now - next) / step * step
+			}
+		}
+		b.timers.addTask(next, run)
+	}
+	b.timers.addTask(b.cfg.clock.Now().Add(d).UnixMilli(), run)
+}

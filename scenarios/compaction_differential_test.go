@@ -1,0 +1,277 @@
+package scenarios_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pulsarsim/pulsarsim/scenarios"
+)
+
+// Topic compaction compared with a real Pulsar: the admin answers of the
+// trigger, its status and the compaction-threshold policy; then the same
+// messages (keys, tombstones, messages without a key, batches) compacted
+// through the admin API, and what read-compacted readers, a consumer and
+// a TableView get, and what the topic's stats say of __compaction.
+
+// compactionAdminScript asks for compaction and thresholds, good and bad.
+func compactionAdminScript() []adminStep {
+	const nsp, tp = "/admin/v2/namespaces/{ns}/", "/admin/v2/persistent/{ns}/t/"
+	return []adminStep{
+		{"PUT", "/admin/v2/namespaces/{ns}", ""},
+		{"GET", "/admin/v2/persistent/{ns}/none/compaction", ""},
+		{"PUT", "/admin/v2/persistent/{ns}/none/compaction", ""},
+		{"GET", "/admin/v2/non-persistent/{ns}/np/compaction", ""},
+		{"PUT", "/admin/v2/persistent/{ns}/t", ""},
+		{"GET", tp + "compaction", ""},
+		{"GET", nsp + "compactionThreshold", ""},
+		{"PUT", nsp + "compactionThreshold", "-5"},
+		{"PUT", nsp + "compactionThreshold", "x"},
+		{"PUT", nsp + "compactionThreshold", ""},
+		{"PUT", nsp + "compactionThreshold", "1000000"},
+		{"GET", nsp + "compactionThreshold", ""},
+		{"GET", tp + "compactionThreshold", ""},
+		{"GET", tp + "compactionThreshold?applied=true", ""},
+		{"POST", tp + "compactionThreshold", "-1"},
+		{"POST", tp + "compactionThreshold", ""},
+		{"POST", tp + "compactionThreshold", "2000000"},
+		{"GET", tp + "compactionThreshold", ""},
+		{"GET", "/admin/v2/persistent/{ns}/none/compactionThreshold", ""},
+		{"POST", "/admin/v2/persistent/{ns}/t-partition-0/compactionThreshold", "5"},
+		{"DELETE", tp + "compactionThreshold", ""},
+		{"GET", tp + "compactionThreshold", ""},
+		{"GET", tp + "compactionThreshold?applied=true", ""},
+		{"DELETE", nsp + "compactionThreshold", ""},
+		{"GET", nsp + "compactionThreshold", ""},
+		{"GET", "/admin/v2/namespaces/{ns}-none/compactionThreshold", ""},
+		{"PUT", "/admin/v2/namespaces/{ns}-none/compactionThreshold", "5"},
+		{"PUT", "/admin/v2/persistent/{ns}/p/partitions", "2"},
+		{"PUT", "/admin/v2/persistent/{ns}/p/compaction", ""},
+		{"GET", "/admin/v2/persistent/{ns}/p/compaction", ""},
+	}
+}
+
+// compactionTrace is what a client sees of a compacted topic.
+type compactionTrace struct {
+	Admin      []string
+	Status     string
+	Compacted  []string // read-compacted reader from the earliest message
+	Whole      []string // a reader that does not read compacted
+	Consumer   []string // a read-compacted Exclusive consumer
+	Table      []string // a TableView's entries, sorted
+	Subs       []string // the topic's subscriptions in its stats
+	CompBackl  float64  // __compaction's msgBacklog after the new messages
+	Partition0 string   // a partition's status after the partitioned trigger
+}
+
+func TestDifferentialCompaction(t *testing.T) {
+	url := oracleURL(t)
+	realAdmin := os.Getenv("PULSAR_ADMIN_URL")
+	if realAdmin == "" {
+		t.Skip("set PULSAR_ADMIN_URL to the real Pulsar's admin API")
+	}
+	sim := scenarios.SimTarget(t)
+	real := scenarios.RemoteTarget(t, url, realAdmin)
+	ns := "public/" + strings.TrimPrefix(real.Topic("cmp"), "persistent://public/default/")
+	got := runCompaction(t, sim.Client(), sim.Sim.AdminURL(), ns)
+	want := runCompaction(t, real.Client(), realAdmin, ns)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("pulsarsim differs from Pulsar (-real +pulsarsim):\n%s", diff)
+	}
+	t.Logf("both: admin %q\ncompacted %v\nwhole %v\nconsumer %v\ntable %v\nsubscriptions %v, __compaction backlog %v, partition status %s",
+		got.Admin, got.Compacted, got.Whole, got.Consumer, got.Table, got.Subs, got.CompBackl, got.Partition0)
+}
+
+// runCompaction runs the scenario on one broker.
+func runCompaction(t *testing.T, c pulsar.Client, admin, ns string) compactionTrace {
+	var tr compactionTrace
+	tr.Admin = runAdminSteps(t, admin, ns, compactionAdminScript())
+	tr.Partition0 = waitCompaction(t, admin, "persistent/"+ns+"/p-partition-0")
+	topic := "persistent://" + ns + "/kv"
+	// String schemas throughout: a TableView needs one.
+	single, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true,
+		Schema: pulsar.NewStringSchema(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer single.Close()
+	batched, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, BatchingMaxMessages: 5,
+		BatchingMaxPublishDelay: time.Hour, Schema: pulsar.NewStringSchema(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer batched.Close()
+	sendKeyed(t, single, "a", "1", "b", "1", "a", "2", "", "no key", "c", "1", "b", "")
+	sendBatch(t, batched, "d", "1", "a", "3", "", "batched no key", "e", "1", "d", "")
+	sendKeyed(t, single, "c", "2", "f", "1")
+	sendBatch(t, batched, "f", "", "g", "1")
+	httpDo(t, "PUT", admin+"/admin/v2/persistent/"+ns+"/kv/compaction")
+	tr.Status = waitCompaction(t, admin, "persistent/"+ns+"/kv")
+	sendKeyed(t, single, "a", "4", "", "late", "b", "2")
+	tr.Compacted = readTopic(t, c, topic, true)
+	tr.Whole = readTopic(t, c, topic, false)
+	tr.Consumer = consumeCompacted(t, c, topic, len(tr.Compacted))
+	tr.Table = tableEntries(t, c, topic)
+	tr.Subs, tr.CompBackl = compactionStats(t, admin, "persistent/"+ns+"/kv")
+	return tr
+}
+
+func sendKeyed(t *testing.T, p pulsar.Producer, kv ...string) {
+	t.Helper()
+	for i := 0; i < len(kv); i += 2 {
+		if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Key: kv[i], Payload: []byte(kv[i+1])}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// sendBatch sends the messages as one batch.
+func sendBatch(t *testing.T, p pulsar.Producer, kv ...string) {
+	t.Helper()
+	errs := make(chan error, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		p.SendAsync(context.Background(), &pulsar.ProducerMessage{Key: kv[i], Payload: []byte(kv[i+1])},
+			func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) { errs <- err })
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for range len(kv) / 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func httpDo(t *testing.T, method, url string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		t.Fatalf("%s %s: %d %s", method, url, resp.StatusCode, body)
+	}
+	return resp.StatusCode, body
+}
+
+// waitCompaction polls a topic's compaction status until it is no longer
+// RUNNING, and returns it.
+func waitCompaction(t *testing.T, admin, topicPath string) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, body := httpDo(t, "GET", admin+"/admin/v2/"+topicPath+"/compaction")
+		if !strings.Contains(string(body), `"RUNNING"`) {
+			return string(body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("compaction of %s still running: %s", topicPath, body)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a real broker's asynchronous compaction
+	}
+}
+
+// describeKeyed is a message as the trace records it: its entry, batch index,
+// key and payload (the ledger differs between brokers).
+func describeKeyed(m pulsar.Message) string {
+	id := m.ID()
+	return fmt.Sprintf("%d:%d %q=%q", id.EntryID(), id.BatchIdx(), m.Key(), m.Payload())
+}
+
+func readTopic(t *testing.T, c pulsar.Client, topic string, compacted bool) []string {
+	t.Helper()
+	r, err := c.CreateReader(pulsar.ReaderOptions{Topic: topic, StartMessageID: pulsar.EarliestMessageID(),
+		ReadCompacted: compacted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []string
+	for r.HasNext() {
+		m, err := r.Next(ctx)
+		if err != nil {
+			t.Fatalf("reading %s after %v: %v", topic, out, err)
+		}
+		out = append(out, describeKeyed(m))
+	}
+	return out
+}
+
+// consumeCompacted receives n messages with a read-compacted Exclusive
+// consumer from the earliest position.
+func consumeCompacted(t *testing.T, c pulsar.Client, topic string, n int) []string {
+	t.Helper()
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "compacted",
+		ReadCompacted: true, SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []string
+	for len(out) < n {
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			t.Fatalf("consuming %s after %v: %v", topic, out, err)
+		}
+		out = append(out, describeKeyed(m))
+	}
+	return out
+}
+
+func tableEntries(t *testing.T, c pulsar.Client, topic string) []string {
+	t.Helper()
+	tv, err := c.CreateTableView(pulsar.TableViewOptions{Topic: topic, Schema: pulsar.NewStringSchema(nil),
+		SchemaValueType: reflect.TypeOf((*string)(nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tv.Close()
+	var out []string
+	for k, v := range tv.Entries() {
+		out = append(out, fmt.Sprintf("%q=%q", k, *v.(*string)))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func compactionStats(t *testing.T, admin, topicPath string) ([]string, float64) {
+	t.Helper()
+	_, body := httpDo(t, "GET", admin+"/admin/v2/"+topicPath+"/stats")
+	var st struct {
+		Subscriptions map[string]struct{ MsgBacklog float64 }
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatal(err)
+	}
+	var subs []string
+	for name := range st.Subscriptions {
+		// A closed reader's subscription may linger a moment on Pulsar.
+		if !strings.HasPrefix(name, "reader-") {
+			subs = append(subs, name)
+		}
+	}
+	sort.Strings(subs)
+	return subs, st.Subscriptions["__compaction"].MsgBacklog
+}
