@@ -88,6 +88,7 @@ func (s *Server) getNamespacePolicies(w http.ResponseWriter, r *http.Request) {
 	doc["topicDispatchRate"] = byCluster(dispatchRateValue(pol.DispatchRate))
 	doc["clusterDispatchRate"] = doc["topicDispatchRate"]
 	doc["subscriptionDispatchRate"] = byCluster(dispatchRateValue(pol.SubscriptionDispatchRate))
+	doc["replicatorDispatchRate"] = byCluster(dispatchRateValue(pol.ReplicatorDispatchRate))
 	doc["publishMaxMessageRate"] = byCluster(publishRateEndpoint.value(pol))
 	s.addSchemaPolicies(doc, pol)
 	reply(w, doc, nil)

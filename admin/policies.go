@@ -132,6 +132,7 @@ var policyEndpoints = []policyEndpoint{
 		with("dispatchRate", "dispatchRate", ""),
 	dispatchRateEndpoint(func(p *broker.Policies) **broker.DispatchRate { return &p.SubscriptionDispatchRate }).
 		with("subscriptionDispatchRate", "subscriptionDispatchRate", ""),
+	replicatorDispatchRateEndpoint,
 	publishRateEndpoint,
 	deduplicationEndpoint,
 	delayedDeliveryEndpoint,
@@ -210,6 +211,16 @@ func dispatchRateEndpoint(field func(*broker.Policies) **broker.DispatchRate) po
 		topicUnset: http.StatusOK, applied: true,
 	}
 }
+
+// replicatorDispatchRateEndpoint serves replicatorDispatchRate, which
+// Pulsar 4.0.8 takes as it comes (no range check) and removes on a POST
+// without a body at either level.
+var replicatorDispatchRateEndpoint = func() policyEndpoint {
+	e := dispatchRateEndpoint(func(p *broker.Policies) **broker.DispatchRate { return &p.ReplicatorDispatchRate }).
+		with("replicatorDispatchRate", "replicatorDispatchRate", "")
+	e.topicEmpty = emptyRemoves
+	return e
+}()
 
 var publishRateEndpoint = policyEndpoint{
 	nsPath: "publishRate", topicPath: "publishRate",

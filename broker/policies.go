@@ -60,6 +60,10 @@ type Policies struct {
 	// SubscriptionDispatchRate limits what each subscription of the topic
 	// delivers (subscriptionDispatchRate). Default: no limit.
 	SubscriptionDispatchRate *DispatchRate
+	// ReplicatorDispatchRate is replicatorDispatchRate, the limit of what
+	// geo-replication sends to another cluster: stored and served only, as
+	// a standalone replicates nowhere. Default: no limit.
+	ReplicatorDispatchRate *DispatchRate
 	// PublishRate limits what the topic's producers publish (publishRate,
 	// publishMaxMessageRate): over it, the broker stops reading from their
 	// connections until the rate allows more. Default: no limit.
@@ -208,6 +212,7 @@ func defaultPolicies() Policies {
 		MaxUnackedMessagesPerSubscription: new(DefaultMaxUnackedMessagesPerSubscription),
 		DispatchRate:                      &DispatchRate{PeriodSeconds: 1},
 		SubscriptionDispatchRate:          &DispatchRate{PeriodSeconds: 1},
+		ReplicatorDispatchRate:            &DispatchRate{PeriodSeconds: 1},
 		PublishRate:                       &PublishRate{},
 		BacklogQuota:                      new(noQuota),
 		MessageAgeBacklogQuota:            new(noQuota),

@@ -50,6 +50,8 @@ func policyScript() []adminStep {
 			[]string{`{"dispatchThrottlingRateInMsg":-5}`, ""}},
 		{"subscriptionDispatchRate", "subscriptionDispatchRate", `{"dispatchThrottlingRateInMsg":11}`, []string{""}},
 		{"publishRate", "publishRate", `{"publishThrottlingRateInMsg":12}`, []string{""}},
+		{"replicatorDispatchRate", "replicatorDispatchRate", `{"dispatchThrottlingRateInMsg":7}`,
+			[]string{`{"dispatchThrottlingRateInMsg":-3}`, "", "x"}},
 		{"deduplication", "deduplicationEnabled", "true", []string{""}},
 		{"delayedDelivery", "delayedDelivery", `{"active":false,"tickTime":500}`, []string{`{"active":true,"tickTime":-1}`, ""}},
 	} {
@@ -116,6 +118,7 @@ func policyScript() []adminStep {
 // nsDocKeys are the keys of a namespace's policies document compared (a
 // real Pulsar writes many more that pulsarsim does not serve).
 var nsDocKeys = []string{"backlog_quota_map", "topicDispatchRate", "clusterDispatchRate", "subscriptionDispatchRate",
+	"replicatorDispatchRate",
 	"publishMaxMessageRate", "message_ttl_in_seconds", "retention_policies", "deduplicationEnabled",
 	"delayed_delivery_policies", "max_producers_per_topic", "max_consumers_per_topic", "replication_clusters",
 	"max_consumers_per_subscription", "max_unacked_messages_per_consumer", "max_unacked_messages_per_subscription",
