@@ -99,6 +99,9 @@ func topicStatsDoc(st broker.TopicStats) topicStatsJSON {
 	out.MsgOutCounter, out.BytesOutCounter = st.MsgOutCounter, st.BytesOutCounter
 	out.AverageMsgSize, out.StorageSize = st.AverageMsgSize, st.StorageSize
 	out.BacklogSize = st.BacklogSize
+	if st.DeduplicationStatus != "" {
+		out.Deduplication = st.DeduplicationStatus
+	}
 	for _, p := range st.Publishers {
 		out.Publishers = append(out.Publishers, publisherJSON{
 			AccessMode: p.AccessMode, ProducerID: p.ProducerID, ProducerName: p.ProducerName,

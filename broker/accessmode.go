@@ -90,6 +90,7 @@ func (t *Topic) takeExclusiveLocked(prod *Producer, epoch *uint64) {
 func (t *Topic) dropProducerLocked(p *Producer) {
 	if _, ok := t.producers[p]; ok {
 		t.markActiveLocked()
+		t.producerRemovedLocked(p.Name)
 	}
 	delete(t.producers, p)
 	if t.exclusive == p {
@@ -108,8 +109,9 @@ func (t *Topic) dropProducerLocked(p *Producer) {
 	t.waiting = t.waiting[1:]
 	t.takeExclusiveLocked(w.p, nil)
 	t.producers[w.p] = struct{}{}
+	t.producerAddedLocked(w.p.Name)
 	t.b.emit(Event{Kind: EventProducerOpened, Topic: t.full, Producer: w.p.Name})
-	w.p.conn.send(w.p.conn.producerSuccess(w.reqID, w.p))
+	w.p.conn.send(w.p.conn.producerSuccess(w.reqID, w.p, t.lastSequenceIDLocked(w.p.Name)))
 }
 
 // closeProducerLocked closes a producer from the broker side: the client gets

@@ -382,6 +382,9 @@ func (c *conn) run(f protocol.Frame) bool {
 		}
 		c.handleProducer(cmd.Producer)
 	case pb.BaseCommand_SEND:
+		if c.replayTwice {
+			return c.handleSendTwice(cmd.Send, f.Payload)
+		}
 		return c.handleSend(cmd.Send, f.Payload)
 	case pb.BaseCommand_CLOSE_PRODUCER:
 		c.handleCloseProducer(cmd.CloseProducer)

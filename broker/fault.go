@@ -74,14 +74,18 @@ type Fault struct {
 	// (FaultHandle.Next, HeldCommand.Release); the connection goes on with
 	// its later commands meanwhile. See HeldCommand.
 	Hold bool
-	// Duplicate, for REDELIVER_UNACKNOWLEDGED_MESSAGES only, lets the
-	// command be handled as usual and then replays the entries it sends back
-	// to a Shared subscription twice, as Pulsar 4.0.8 does now and then under
-	// load (FIDELITY.md): the next consumer in turn gets the entry, and the
-	// next one that does not hold it gets a second copy with the same
-	// redelivery count. Each copy is pending at its consumer (a nack from
-	// either counts); an ack releases both. On other subscription types it
-	// only counts the command.
+	// Duplicate, for REDELIVER_UNACKNOWLEDGED_MESSAGES and SEND only.
+	// REDELIVER_UNACKNOWLEDGED_MESSAGES is handled as usual and then the
+	// entries it sends back to a Shared subscription are replayed twice, as
+	// Pulsar 4.0.8 does now and then under load (FIDELITY.md): the next
+	// consumer in turn gets the entry, and the next one that does not hold
+	// it gets a second copy with the same redelivery count. Each copy is
+	// pending at its consumer (a nack from either counts); an ack releases
+	// both. On other subscription types it only counts the command. A SEND
+	// is handled twice, as a client's resend of a message whose receipt it
+	// did not get arrives: stored twice, unless the topic deduplicates
+	// (WithDeduplication), which answers the second with a receipt for
+	// message -1:-1 and stores it once. The client gets both receipts.
 	Duplicate bool
 }
 
@@ -186,8 +190,8 @@ func (b *Broker) newFault(f Fault) (*FaultHandle, error) {
 	if set > 1 || (set == 1 && (f.Error != 0 || f.Message != "")) {
 		return nil, fmt.Errorf("fault on %s: give one action (an error, Delay, Drop, Observe, Hold or Duplicate)", f.Command)
 	}
-	if f.Duplicate && kind != pb.BaseCommand_REDELIVER_UNACKNOWLEDGED_MESSAGES {
-		return nil, fmt.Errorf("fault on %s: Duplicate is for REDELIVER_UNACKNOWLEDGED_MESSAGES", f.Command)
+	if f.Duplicate && kind != pb.BaseCommand_REDELIVER_UNACKNOWLEDGED_MESSAGES && kind != pb.BaseCommand_SEND {
+		return nil, fmt.Errorf("fault on %s: Duplicate is for REDELIVER_UNACKNOWLEDGED_MESSAGES and SEND", f.Command)
 	}
 	if h.act == actFail && h.spec.Message == "" {
 		h.spec.Message = fmt.Sprintf("pulsarsim: injected %s for %s", f.Error, f.Command)

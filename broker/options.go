@@ -42,6 +42,7 @@ type config struct {
 	// sets until New resolves them all (brokerPolicies).
 	policies      Policies
 	inactive      InactiveTopicDeletion
+	dedup         bool // brokerDeduplicationEnabled
 	transactions  bool // transactionCoordinatorEnabled
 	maxActiveTxns int  // maxActiveTransactionsPerCoordinator, 0: none
 }

@@ -356,6 +356,7 @@ func (cfg *config) brokerPolicies() Policies {
 		MaxSubscriptionsPerTopic:      new(l.MaxSubscriptionsPerTopic),
 		MaxUnackedMessagesPerConsumer: new(max(cfg.maxUnackedPerCons, 0)),
 		InactiveTopics:                new(cfg.inactive.policy()),
+		DeduplicationEnabled:          new(cfg.dedup),
 	}
 	return cfg.policies.Or(fromOptions).Or(defaultPolicies())
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -43,8 +44,11 @@ func (c *conn) handleProducer(p *pb.CommandProducer) {
 		return
 	}
 	if old := c.producer(p.GetProducerId()); old != nil {
-		// A repeated PRODUCER for a live id succeeds again, as in Pulsar.
-		c.send(c.producerSuccess(reqID, old))
+		// A repeated PRODUCER for a live id succeeds again, as in Pulsar,
+		// without its last sequence id.
+		ok := c.producerSuccess(reqID, old, -1)
+		ok.ProducerSuccess.TopicEpoch = nil
+		c.send(ok)
 		return
 	}
 	t, err := c.b.getOrCreateTopic(tn, c.b.cfg.autoCreateTopics)
@@ -124,14 +128,15 @@ func (t *Topic) attachProducerLocked(prod *Producer, p *pb.CommandProducer) {
 	switch {
 	case queued:
 		// Not ready yet: the client waits for a second PRODUCER_SUCCESS.
-		ready := c.producerSuccess(reqID, prod)
+		ready := c.producerSuccess(reqID, prod, t.lastSequenceIDLocked(prod.Name))
 		ready.ProducerSuccess.ProducerReady = proto.Bool(false)
 		ready.ProducerSuccess.TopicEpoch = nil
 		c.send(ready)
 	case ok:
 		t.producers[prod] = struct{}{}
+		t.producerAddedLocked(prod.Name)
 		c.b.emit(Event{Kind: EventProducerOpened, Topic: t.full, Producer: prod.Name})
-		c.send(c.producerSuccess(reqID, prod))
+		c.send(c.producerSuccess(reqID, prod, t.lastSequenceIDLocked(prod.Name)))
 	}
 }
 
@@ -166,11 +171,13 @@ func (t *Topic) checkProducerLocked(prod *Producer, p *pb.CommandProducer) *pb.B
 	return nil
 }
 
-func (c *conn) producerSuccess(reqID uint64, p *Producer) *pb.BaseCommand {
+// producerSuccess is the PRODUCER_SUCCESS of a producer attached, with the
+// last sequence id stored for its name (-1 for none, dedup.go).
+func (c *conn) producerSuccess(reqID uint64, p *Producer, lastSeq int64) *pb.BaseCommand {
 	return protocol.Base(pb.BaseCommand_PRODUCER_SUCCESS, &pb.CommandProducerSuccess{
 		RequestId:      proto.Uint64(reqID),
 		ProducerName:   proto.String(p.Name),
-		LastSequenceId: proto.Int64(-1),
+		LastSequenceId: proto.Int64(lastSeq),
 		SchemaVersion:  p.schemaVersion,
 		TopicEpoch:     topicEpoch(p),
 		ProducerReady:  proto.Bool(true),
@@ -228,21 +235,29 @@ func (c *conn) handleSend(s *pb.CommandSend, payload []byte) bool {
 	}
 	e := newEntry(payload, pl.Metadata)
 	c.keptFrame = true
-	n, refusal := prod.topic.storeSend(prod, e, pl.Metadata, txnID, inTxn)
+	n, refusal := prod.topic.storeSend(prod, s, e, pl.Metadata, txnID, inTxn)
 	if refusal != nil {
 		c.keptFrame = false
 		c.send(refusal(s))
 		return true
 	}
-	id := prod.topic.messageID(n)
-	prod.sent.Add(1)
+	// A duplicate is not stored; its receipt names message -1:-1, as
+	// Pulsar's does.
+	ledger, entry := uint64(minusOne), uint64(minusOne)
+	if n == duplicate {
+		c.keptFrame = false
+	} else {
+		id := prod.topic.messageID(n)
+		ledger, entry = id.GetLedgerId(), id.GetEntryId()
+		prod.sent.Add(1)
+	}
 	highest := s.GetHighestSequenceId()
 	if highest == 0 {
 		highest = s.GetSequenceId()
 	}
 	producerID, seq := s.GetProducerId(), s.GetSequenceId()
 	receipt := func(dst []byte) []byte {
-		return protocol.AppendSendReceipt(dst, producerID, seq, highest, id.GetLedgerId(), id.GetEntryId())
+		return protocol.AppendSendReceipt(dst, producerID, seq, highest, ledger, entry)
 	}
 	if tracing {
 		c.sendFrame(receipt)
@@ -250,6 +265,20 @@ func (c *conn) handleSend(s *pb.CommandSend, payload []byte) bool {
 		c.deferWake(receipt)
 	}
 	return true
+}
+
+// handleSendTwice handles a SEND that a Duplicate fault makes arrive twice.
+// The second copy has bytes of its own, so the frame is kept only if the
+// first was stored.
+func (c *conn) handleSendTwice(s *pb.CommandSend, payload []byte) bool {
+	c.replayTwice = false
+	if !c.handleSend(s, payload) {
+		return false
+	}
+	kept := c.keptFrame
+	ok := c.handleSend(s, bytes.Clone(payload))
+	c.keptFrame = kept
+	return ok
 }
 
 // newEntry makes a stored entry of a SEND's payload. The entry keeps payload
@@ -322,11 +351,16 @@ func sendErrorAt(c *conn, s *pb.CommandSend, code pb.ServerError, msg string) bo
 	return true
 }
 
+// duplicate is what storeSend returns for a SEND it did not store because
+// it repeats one already stored.
+const duplicate = -1
+
 // storeSend stores a SEND's entry as the topic's next one, in its
-// transaction if it has one, and counts it for the producer. It returns the
-// refusal to send instead when the topic was deleted or terminated, or the
-// transaction has ended there.
-func (t *Topic) storeSend(prod *Producer, e *entry, md *pb.MessageMetadata, id txn.ID, inTxn bool) (
+// transaction if it has one, and counts it for the producer. It returns
+// duplicate instead when the SEND repeats a sequence id already stored
+// (dedup.go), and the refusal to send when the topic was deleted or
+// terminated, or the transaction has ended there.
+func (t *Topic) storeSend(prod *Producer, s *pb.CommandSend, e *entry, md *pb.MessageMetadata, id txn.ID, inTxn bool) (
 	int64, func(*pb.CommandSend) *pb.BaseCommand) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -351,7 +385,13 @@ func (t *Topic) storeSend(prod *Producer, e *entry, md *pb.MessageMetadata, id t
 		return 0, refuse(pb.ServerError_NotAllowedError,
 			fmt.Sprintf("Exceeds max allowed delivery delay of %d milliseconds", limit), true)
 	}
-	if t.terminated {
+	// Pulsar looks for duplicates before it writes, so a terminated topic
+	// acknowledges them too.
+	dup, seq := t.isDuplicateLocked(prod.Name, s, md)
+	switch {
+	case dup:
+		return duplicate, nil
+	case t.terminated:
 		return 0, refuse(pb.ServerError_TopicTerminatedError, "Topic was already terminated", false)
 	}
 	var n int64
@@ -363,6 +403,7 @@ func (t *Topic) storeSend(prod *Producer, e *entry, md *pb.MessageMetadata, id t
 	} else {
 		n = t.appendLocked(e, prod.Name, md)
 	}
+	t.recordSentLocked(prod.Name, seq)
 	prod.in.add(time.Now(), int64(e.messages))
 	prod.bytesIn += int64(len(e.data))
 	return n, nil

@@ -27,6 +27,9 @@ type TopicStats struct {
 	BacklogSize   int64
 	Publishers    []PublisherStats // oldest first
 	Subscriptions map[string]SubscriptionStats
+	// DeduplicationStatus is "Enabled" while the topic deduplicates its
+	// messages, else "Disabled" (Pulsar's deduplicationStatus).
+	DeduplicationStatus string
 }
 
 // PublisherStats is one producer's part of TopicStats.
@@ -106,7 +109,8 @@ func (b *Broker) TopicStats(topic string) (TopicStats, error) {
 
 // statsLocked builds a topic's stats.
 func (t *Topic) statsLocked(now time.Time) TopicStats {
-	st := TopicStats{Publishers: []PublisherStats{}, Subscriptions: map[string]SubscriptionStats{}}
+	st := TopicStats{Publishers: []PublisherStats{}, Subscriptions: map[string]SubscriptionStats{},
+		DeduplicationStatus: t.deduplicationStatusLocked()}
 	for _, e := range t.log.entries {
 		st.StorageSize += int64(len(e.data))
 		st.MsgInCounter += int64(e.messages)

@@ -115,6 +115,7 @@ func (b *Broker) startTimers() {
 	b.startQuotaChecks()
 	b.startInactiveTopicChecks()
 	b.startPeriodic(b.cfg.compactionCheck, b.checkCompaction)
+	b.startPeriodic(dedupPurgeEvery, b.purgeDedup)
 	b.wg.Add(1)
 	go b.timerLoop()
 }

@@ -34,6 +34,8 @@ type Topic struct {
 	// lastActive is when the topic was last seen active, by the broker
 	// clock (inactive.go).
 	lastActive time.Time
+	// dedup is the topic's message deduplication (dedup.go).
+	dedup dedup
 
 	trimHolder *Subscription // the slowest subscription at the last trim
 

@@ -85,6 +85,7 @@ var confFlags = map[string]string{
 	"brokerDeleteInactiveTopicsFrequencySeconds":           "delete-inactive-topics-frequency",
 	"brokerDeleteInactiveTopicsMaxInactiveDurationSeconds": "delete-inactive-topics-max-inactive",
 	"brokerDeleteInactiveTopicsMode":                       "delete-inactive-topics-mode",
+	"brokerDeduplicationEnabled":                           "deduplication",
 }
 
 // applyConfigFile reads a Pulsar standalone.conf and sets every flag it

@@ -104,3 +104,15 @@ func TestAnUnknownInactiveTopicModeIsRefused(t *testing.T) {
 		t.Fatal("an unknown mode was accepted")
 	}
 }
+
+func TestConfigFileSetsBrokerDeduplication(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "standalone.conf")
+	must(t, os.WriteFile(conf, []byte("brokerDeduplicationEnabled=true\n"), 0o600))
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	dedup := fs.Bool("deduplication", false, "")
+	must(t, fs.Parse(nil))
+	must(t, applyConfigFile(fs, conf))
+	if !*dedup {
+		t.Fatal("brokerDeduplicationEnabled=true left -deduplication off")
+	}
+}

@@ -55,6 +55,8 @@ func run(args []string) error {
 		"brokerDeleteInactiveTopicsMaxInactiveDurationSeconds: how long a topic must be inactive (0: the frequency)")
 	inactiveMode := fs.String("delete-inactive-topics-mode", string(broker.DeleteWhenNoSubscriptions),
 		"brokerDeleteInactiveTopicsMode: delete_when_no_subscriptions or delete_when_subscriptions_caught_up")
+	dedup := fs.Bool("deduplication", false,
+		"brokerDeduplicationEnabled: drop messages whose producer name and sequence id were already stored, unless a namespace or topic policy says otherwise")
 	var limits broker.Limits
 	fs.IntVar(&limits.MaxProducersPerTopic, "max-producers-per-topic", 0, "maxProducersPerTopic (0: no limit)")
 	fs.IntVar(&limits.MaxSameAddressProducersPerTopic, "max-same-address-producers-per-topic", 0,
@@ -124,6 +126,7 @@ func run(args []string) error {
 		broker.WithTransactions(*transactions),
 		broker.WithMaxActiveTransactions(*maxTxns),
 		broker.WithInactiveTopicDeletion(inactive),
+		broker.WithDeduplication(*dedup),
 		broker.WithLimits(limits),
 		broker.WithHandshakeTimeout(*handshakeTimeout),
 		broker.WithWriteBufferWaterMarks(*writeLow, *writeHigh),
