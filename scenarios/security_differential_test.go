@@ -43,6 +43,14 @@ type secureCase struct {
 type secureRequest struct {
 	kind     pb.BaseCommand_Type // LOOKUP, PARTITIONED_METADATA, PRODUCER, SUBSCRIBE
 	listener string
+	// authoritative marks a LOOKUP authoritative. Pulsar answers a lookup
+	// that arrives while another of the same namespace bundle and the same
+	// authoritative flag is under way (or just done) with that one's
+	// result, whatever listener either named (NamespaceService's
+	// findBrokerServiceUrl shares one future per bundle); the one lookup
+	// that fails, the unknown listener's, is the only authoritative one, so
+	// that no other can share its answer or lend it one.
+	authoritative bool
 }
 
 // secureKeys are the suite's secret key and a token maker.
@@ -72,7 +80,7 @@ var secureCases = []secureCase{
 	{"role without permission", "token", func(k secureKeys) string { return k.token(map[string]any{"sub": "nobody"}) }, allRequests, false, false},
 	{"super-user", "token", func(k secureKeys) string { return k.token(map[string]any{"sub": "admin"}) }, allRequests, false, false},
 	{"unknown listener", "token", func(k secureKeys) string { return k.token(map[string]any{"sub": "admin"}) },
-		[]secureRequest{{kind: pb.BaseCommand_LOOKUP, listener: "nope"}, {kind: pb.BaseCommand_LOOKUP, listener: "internal"}}, false, false},
+		[]secureRequest{{kind: pb.BaseCommand_LOOKUP, listener: "nope", authoritative: true}, {kind: pb.BaseCommand_LOOKUP, listener: "internal"}}, false, false},
 	{"basic, right password", "basic", func(secureKeys) string { return "admin:123456" }, nil, false, false},
 	{"basic, wrong password", "basic", func(secureKeys) string { return "admin:654321" }, nil, false, false},
 	{"unknown method", "kerberos", func(secureKeys) string { return "x" }, []secureRequest{{kind: pb.BaseCommand_PRODUCER}}, false, false},
@@ -208,7 +216,7 @@ func runSecureCase(t *testing.T, addr string, c secureCase, keys secureKeys, top
 			write(protocol.Base(req.kind, &pb.CommandPartitionedTopicMetadata{Topic: proto.String(topic), RequestId: proto.Uint64(id)}))
 		case pb.BaseCommand_LOOKUP:
 			write(protocol.Base(req.kind, &pb.CommandLookupTopic{Topic: proto.String(topic), RequestId: proto.Uint64(id),
-				AdvertisedListenerName: proto.String(req.listener)}))
+				AdvertisedListenerName: proto.String(req.listener), Authoritative: proto.Bool(req.authoritative)}))
 		case pb.BaseCommand_PRODUCER:
 			write(protocol.Base(req.kind, &pb.CommandProducer{Topic: proto.String(topic), ProducerId: proto.Uint64(id), RequestId: proto.Uint64(id)}))
 		case pb.BaseCommand_SUBSCRIBE:
