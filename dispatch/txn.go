@@ -126,9 +126,10 @@ func (d *Dispatcher) ReleaseIndexes(e int64, left int32) {
 // transaction that acknowledged them aborts (Pulsar's
 // redeliverUnacknowledgedMessages with positions). Shared and Key_Shared:
 // each entry not acknowledged meanwhile joins the replay queue with its
-// redelivery count raised by one, whoever held it (without consumers only
-// the count goes up: the first consumer to come rewinds the cursor, and
-// Pulsar keeps the count). Exclusive and Failover:
+// redelivery count raised by one, whoever held it (without consumers, or
+// for an entry at or after the read position, only the count goes up: the
+// first consumer to come rewinds the cursor, the next read sends the
+// entry, and Pulsar keeps the count). Exclusive and Failover:
 // the active consumer, if any and not waiting for a switch, is rewound, as
 // on a redeliver-all request.
 func (d *Dispatcher) RedeliverEntries(entries []int64, log Log) {
@@ -152,6 +153,13 @@ func (d *Dispatcher) RedeliverEntries(entries []int64, log Log) {
 		}
 		if c := d.owner[e]; c != nil {
 			d.removePending(c, e)
+		}
+		if e >= d.cur.ReadPosition() {
+			// Not read since a rewind (a consumer came after the last one
+			// left): the next read sends it, with the count raised here.
+			// In the replay queue as well, it would go out twice.
+			d.cur.IncrementRedelivery(e)
+			continue
 		}
 		var h int32
 		if d.opts.Type == KeyShared && d.sel != nil {
