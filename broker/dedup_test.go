@@ -64,6 +64,19 @@ func TestASendThatArrivesTwiceIsStoredOnceWithDeduplication(t *testing.T) {
 			if got := p.LastSequenceID(); got != 2 {
 				t.Fatalf("the producer's last sequence id is %d, want 2", got)
 			}
+			var dups []string
+			for _, e := range b.Events() {
+				if e.Kind == broker.EventDuplicate {
+					dups = append(dups, fmt.Sprintf("%s %s %d", e.Topic, e.Producer, e.SequenceID))
+				}
+			}
+			want = nil
+			if on {
+				want = []string{"persistent://public/default/twice p 1"}
+			}
+			if fmt.Sprint(dups) != fmt.Sprint(want) {
+				t.Fatalf("duplicate events %v, want %v", dups, want)
+			}
 		})
 	}
 }
@@ -95,7 +108,7 @@ func TestAProducerUnderTheSameNameGoesOnFromTheStoredSequenceID(t *testing.T) {
 }
 
 func TestAProducerReconnectedAfterAnUnloadGoesOnWithoutDuplicates(t *testing.T) {
-	b := testkit.Start(t, testkit.WithBroker(broker.WithDeduplication(true)))
+	b := testkit.Start(t, testkit.WithDeduplication())
 	p, err := b.Client().CreateProducer(pulsar.ProducerOptions{Topic: "unloaded", Name: "p",
 		BatchingMaxPublishDelay: time.Millisecond})
 	if err != nil {

@@ -40,6 +40,12 @@ const (
 	// Topic, on that topic, ID being its marker entry.
 	EventTxnCommitted EventKind = "txn-committed"
 	EventTxnAborted   EventKind = "txn-aborted"
+
+	// EventDuplicate: a topic that deduplicates did not store a SEND of
+	// Producer (its name) because its SequenceID was not above the highest
+	// one stored for that name; the producer got a receipt for message
+	// -1:-1 (dedup.go).
+	EventDuplicate EventKind = "duplicate"
 )
 
 // MessageID is a Pulsar message id as the broker hands it out.
@@ -87,6 +93,8 @@ type Event struct {
 	// a transaction ended ("client", "timeout"), or entries expired (""
 	// for the message TTL, "backlog-quota" for a backlog quota's eviction).
 	Reason string
+	// SequenceID is the sequence id of the SEND of a Duplicate.
+	SequenceID uint64
 	// Txn is the transaction concerned: of a transactional message
 	// (Published), of an acknowledgement (TxnAcked, and Acked when a
 	// commit applies it), and of the transaction events. Nil otherwise.

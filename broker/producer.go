@@ -390,6 +390,7 @@ func (t *Topic) storeSend(prod *Producer, s *pb.CommandSend, e *entry, md *pb.Me
 	dup, seq := t.isDuplicateLocked(prod.Name, s, md)
 	switch {
 	case dup:
+		t.b.emit(Event{Kind: EventDuplicate, Topic: t.full, Producer: prod.Name, SequenceID: s.GetSequenceId()})
 		return duplicate, nil
 	case t.terminated:
 		return 0, refuse(pb.ServerError_TopicTerminatedError, "Topic was already terminated", false)

@@ -79,6 +79,14 @@ func WithInactiveTopicsKept() Option {
 	return WithBroker(broker.WithInactiveTopicDeletion(broker.InactiveTopicDeletion{}))
 }
 
+// WithDeduplication turns message deduplication on for every topic whose
+// namespace and topic policies leave it unset (Pulsar's
+// brokerDeduplicationEnabled, off by default): a message whose producer
+// name and sequence id were already stored is acknowledged and dropped, and
+// a producer that comes back under its name goes on from its last sequence
+// id.
+func WithDeduplication() Option { return WithBroker(broker.WithDeduplication(true)) }
+
 // Start starts a broker on 127.0.0.1 and a free port, configured by opts, and
 // registers tb.Cleanup to close it. It fails the test if the broker cannot
 // listen.
