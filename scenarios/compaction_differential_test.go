@@ -73,6 +73,10 @@ type compactionTrace struct {
 	Subs       []string // the topic's subscriptions in its stats
 	CompBackl  float64  // __compaction's msgBacklog after the new messages
 	Partition0 string   // a partition's status after the partitioned trigger
+	// Tail is what a read-compacted reader gets of a topic that ends in
+	// messages the compaction drops, after one compaction and after a
+	// second with nothing new; Empty of a topic whose keys are all gone.
+	Tail, TailAgain, Empty []string
 }
 
 func TestDifferentialCompaction(t *testing.T) {
@@ -89,8 +93,8 @@ func TestDifferentialCompaction(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("pulsarsim differs from Pulsar (-real +pulsarsim):\n%s", diff)
 	}
-	t.Logf("both: admin %q\ncompacted %v\nwhole %v\nconsumer %v\ntable %v\nsubscriptions %v, __compaction backlog %v, partition status %s",
-		got.Admin, got.Compacted, got.Whole, got.Consumer, got.Table, got.Subs, got.CompBackl, got.Partition0)
+	t.Logf("both: admin %q\ncompacted %v\nwhole %v\nconsumer %v\ntable %v\nsubscriptions %v, __compaction backlog %v, partition status %s\ntail %v\nagain %v\nempty %v",
+		got.Admin, got.Compacted, got.Whole, got.Consumer, got.Table, got.Subs, got.CompBackl, got.Partition0, got.Tail, got.TailAgain, got.Empty)
 }
 
 // runCompaction runs the scenario on one broker.
@@ -124,7 +128,45 @@ func runCompaction(t *testing.T, c pulsar.Client, admin, ns string) compactionTr
 	tr.Consumer = consumeCompacted(t, c, topic, len(tr.Compacted))
 	tr.Table = tableEntries(t, c, topic)
 	tr.Subs, tr.CompBackl = compactionStats(t, admin, "persistent/"+ns+"/kv")
+	tr.Tail, tr.TailAgain, tr.Empty = runCompactionTails(t, c, admin, ns)
 	return tr
+}
+
+// runCompactionTails compacts a topic that ends in a keyless message and a
+// tombstone (so the compacted view ends before the horizon: a
+// read-compacted reader is told of the view's last message), twice, and a
+// topic whose keys all end in tombstones (an empty view).
+func runCompactionTails(t *testing.T, c pulsar.Client, admin, ns string) (tail, again, empty []string) {
+	topic := "persistent://" + ns + "/tail"
+	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, BatchingMaxMessages: 3,
+		BatchingMaxPublishDelay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	sendBatch(t, p, "x", "1", "y", "1", "x", "")
+	sendBatch(t, p, "z", "1", "y", "2", "w", "1")
+	sendBatch(t, p, "", "no key", "w", "")
+	compact := func(name string) {
+		httpDo(t, "PUT", admin+"/admin/v2/persistent/"+ns+"/"+name+"/compaction")
+		if st := waitCompaction(t, admin, "persistent/"+ns+"/"+name); !strings.Contains(st, "SUCCESS") {
+			t.Fatalf("compaction of %s: %s", name, st)
+		}
+	}
+	compact("tail")
+	tail = readTopic(t, c, topic, true)
+	compact("tail")
+	again = readTopic(t, c, topic, true)
+	gone := "persistent://" + ns + "/gone"
+	p2, err := c.CreateProducer(pulsar.ProducerOptions{Topic: gone, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p2.Close()
+	sendKeyed(t, p2, "a", "1", "b", "1", "a", "", "b", "")
+	compact("gone")
+	empty = readTopic(t, c, gone, true)
+	return tail, again, empty
 }
 
 func sendKeyed(t *testing.T, p pulsar.Producer, kv ...string) {
