@@ -164,3 +164,29 @@ func TestReadCompactedIsRefusedOnSharedSubscriptions(t *testing.T) {
 		}
 	}
 }
+
+func TestCompactionThresholdCompactsOnTheBrokerClock(t *testing.T) {
+	b := testkit.Start(t)
+	for _, topic := range []string{"big", "small"} {
+		for i := range 10 {
+			b.Publish(topic, broker.ProducerMessage{Key: "k", Payload: fmt.Appendf(nil, "value %d", i)})
+		}
+	}
+	b.SetTopicPolicies("big", broker.Policies{CompactionThreshold: new(int64(100))})
+	b.SetTopicPolicies("small", broker.Policies{CompactionThreshold: new(int64(1 << 20))})
+	status := func(topic string) string { return b.CompactionStatus(topic).Status }
+	b.Advance(59 * time.Second)
+	if got := status("big"); got != broker.CompactionNotRun {
+		t.Fatalf("before the check: %s", got)
+	}
+	b.Advance(time.Second)
+	if got, other := status("big"), status("small"); got != broker.CompactionSuccess || other != broker.CompactionNotRun {
+		t.Fatalf("after the check: big %s, small %s", got, other)
+	}
+	if got := readAll(t, b.Client(), "big", true); !slices.Equal(got, []string{"k=value 9"}) {
+		t.Fatalf("compacted read %v", got)
+	}
+	if st := b.Stats("small"); st.Subscriptions[broker.CompactionSubscription].MsgBacklog != 10 {
+		t.Fatalf("the threshold's __compaction subscription: %+v", st.Subscriptions)
+	}
+}

@@ -317,3 +317,74 @@ func compactionStats(t *testing.T, admin, topicPath string) ([]string, float64) 
 	sort.Strings(subs)
 	return subs, st.Subscriptions["__compaction"].MsgBacklog
 }
+
+// TestDifferentialCompactionThreshold sets a topic's compaction threshold
+// below its backlog and lets the broker's periodic check compact it: on
+// Pulsar within a minute of real time, on pulsarsim when its clock moves a
+// minute. A topic under its threshold is left alone.
+func TestDifferentialCompactionThreshold(t *testing.T) {
+	url := oracleURL(t)
+	realAdmin := os.Getenv("PULSAR_ADMIN_URL")
+	if realAdmin == "" {
+		t.Skip("set PULSAR_ADMIN_URL to the real Pulsar's admin API")
+	}
+	sim := scenarios.SimTarget(t)
+	real := scenarios.RemoteTarget(t, url, realAdmin)
+	ns := "public/" + strings.TrimPrefix(real.Topic("cth"), "persistent://public/default/")
+	run := func(c pulsar.Client, admin string, wait func(topicPath string) string) []string {
+		httpDo(t, "PUT", admin+"/admin/v2/namespaces/"+ns)
+		var out []string
+		for _, name := range []string{"over", "under"} {
+			p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://" + ns + "/" + name,
+				DisableBatching: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sendKeyed(t, p, "a", "1", "b", "1", "a", "2", "", "no key")
+			p.Close()
+		}
+		setThreshold(t, admin+"/admin/v2/persistent/"+ns+"/over/compactionThreshold", "1")
+		setThreshold(t, admin+"/admin/v2/persistent/"+ns+"/under/compactionThreshold", "100000000")
+		out = append(out, "over: "+wait("persistent/"+ns+"/over"))
+		_, body := httpDo(t, "GET", admin+"/admin/v2/persistent/"+ns+"/under/compaction")
+		out = append(out, "under: "+string(body))
+		out = append(out, readTopic(t, c, "persistent://"+ns+"/over", true)...)
+		return out
+	}
+	got := run(sim.Client(), sim.Sim.AdminURL(), func(topicPath string) string {
+		sim.Sim.Advance(time.Minute)
+		_, body := httpDo(t, "GET", sim.Sim.AdminURL()+"/admin/v2/"+topicPath+"/compaction")
+		return string(body)
+	})
+	want := run(real.Client(), realAdmin, func(topicPath string) string {
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			_, body := httpDo(t, "GET", realAdmin+"/admin/v2/"+topicPath+"/compaction")
+			if strings.Contains(string(body), "SUCCESS") || time.Now().After(deadline) {
+				return string(body)
+			}
+			time.Sleep(time.Second) // Pulsar's check runs every 60 s of real time
+		}
+	})
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("pulsarsim differs from Pulsar (-real +pulsarsim):\n%s", diff)
+	}
+	t.Logf("both: %q", got)
+}
+
+func setThreshold(t *testing.T, url, v string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("POST %s %s: %d", url, v, resp.StatusCode)
+	}
+}

@@ -180,3 +180,14 @@ func (b *Broker) Compact(topic string) {
 		b.tb.Fatalf("pulsarsim: compact %s: %v", topic, err)
 	}
 }
+
+// CompactionStatus returns the status of a topic's last compaction, as
+// GET .../compaction answers it.
+func (b *Broker) CompactionStatus(topic string) broker.CompactionStatus {
+	b.tb.Helper()
+	st, err := b.srv.CompactionStatus(topic)
+	if err != nil {
+		b.tb.Fatalf("pulsarsim: compaction status of %s: %v", topic, err)
+	}
+	return st
+}
