@@ -190,3 +190,13 @@ func TestCompactionThresholdCompactsOnTheBrokerClock(t *testing.T) {
 		t.Fatalf("the threshold's __compaction subscription: %+v", st.Subscriptions)
 	}
 }
+
+func TestANamespaceCompactionThresholdGivesNewTopicsACompactionSubscription(t *testing.T) {
+	b := testkit.Start(t)
+	b.SetNamespacePolicies("public/default", broker.Policies{CompactionThreshold: new(int64(1))})
+	b.Publish("fresh", broker.ProducerMessage{Key: "k", Payload: []byte("v")})
+	st := b.Stats("fresh")
+	if s, ok := st.Subscriptions[broker.CompactionSubscription]; !ok || s.MsgBacklog != 1 {
+		t.Fatalf("subscriptions %+v", st.Subscriptions)
+	}
+}

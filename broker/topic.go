@@ -242,6 +242,10 @@ func (b *Broker) createTopicLocked(tn TopicName) *Topic {
 	}
 	t.mu.events = &b.events
 	b.nextLedger++
+	// No other goroutine sees t before the broker's lock is released, so
+	// its subscriptions are set up here without its own lock.
+	p := b.appliedPoliciesLocked(tn)
+	t.ensureCompactionSubscriptionLocked(&p)
 	b.topics[t.full] = t
 	return t
 }
