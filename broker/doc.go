@@ -82,7 +82,8 @@
 // namespaces and topics; subscriptions created at a position and deleted;
 // messages published without a client (Publish, PublishBatch); one stored
 // entry (Entry); stats (TopicStats); schemas; namespace and topic
-// policies (Policies); and transactions (Transactions, NewTransaction,
+// policies (Policies); compaction (Compact, CompactionStatus,
+// RunCompactionCheck); and transactions (Transactions, NewTransaction,
 // PublishInTransaction, CommitTransaction, AbortTransaction). It takes and returns plain values, fails with the
 // sentinel errors of errors.go, and takes every lock itself.
 // CheckSettlement checks every subscription's settlement state against the
