@@ -39,6 +39,7 @@ func New(b *broker.Broker, opts ...Option) *Server {
 	s := &Server{b: b, mux: http.NewServeMux()}
 	s.routeNamespaces()
 	s.routeTopics()
+	s.routeCursors()
 	s.routePolicies()
 	s.routeCompaction()
 	s.routeSchemas()

@@ -45,6 +45,7 @@ var statuses = []struct {
 	{broker.ErrNamespaceNotEmpty, http.StatusConflict},
 	{broker.ErrTopicBusy, http.StatusPreconditionFailed},
 	{broker.ErrSubscriptionBusy, http.StatusPreconditionFailed},
+	{broker.ErrExpiryNotIssued, http.StatusConflict},
 	{broker.ErrTopicTerminated, http.StatusPreconditionFailed},
 	{broker.ErrInvalidName, http.StatusPreconditionFailed},
 	{broker.ErrInvalidPolicy, http.StatusPreconditionFailed},

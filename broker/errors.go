@@ -26,7 +26,7 @@ var (
 	ErrSchemaNotFound = errors.New("Schema not found")
 
 	// ErrTenantExists: the tenant exists already.
-	ErrTenantExists = errors.New("Tenant already exists")
+	ErrTenantExists = errors.New("Tenant already exist") // sic, as Pulsar 4.0.8 answers
 	// ErrNamespaceExists: the namespace exists already.
 	ErrNamespaceExists = errors.New("Namespace already exists")
 	// ErrTopicExists: a topic or a partitioned topic has this name already.
@@ -76,6 +76,9 @@ var (
 	ErrFewerPartitions = errors.New("Partition count cannot decrease")
 	// ErrInvalidMessage: a message to publish is malformed or too large.
 	ErrInvalidMessage = errors.New("Invalid message")
+	// ErrExpiryNotIssued: an admin expiry found nothing to do (the
+	// subscription has no backlog, or is almost caught up).
+	ErrExpiryNotIssued = errors.New("Expire message by timestamp not issued")
 )
 
 // reasonError is an error of one of the sentinel kinds above, with its own

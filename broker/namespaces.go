@@ -22,7 +22,7 @@ type namespaceRegistry struct {
 func (b *Broker) registryLocked() *namespaceRegistry {
 	r := &b.nsreg
 	if r.tenants == nil {
-		r.tenants = map[string]bool{"public": true, "pulsar": true, "sample": true}
+		r.tenants = map[string]bool{"public": true, "pulsar": true}
 		r.namespaces = map[string]bool{"public/default": true, "public/functions": true, "pulsar/system": true}
 	}
 	return r

@@ -1,18 +1,14 @@
 package broker
 
 import (
-	"github.com/pulsarsim/pulsarsim/dispatch"
 	"github.com/pulsarsim/pulsarsim/protocol"
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
 )
 
 // handleSeek resets the subscription's cursor to a message id or a publish
-// time. As Pulsar does, it first disconnects the subscription's consumers
-// (each gets CLOSE_CONSUMER and reconnects): all of them on Shared and
-// Key_Shared, only the active one on Exclusive and Failover, whose standbys
-// stay connected and idle until the next consumer joins. Then it moves the
-// cursor and answers SUCCESS. Individually acknowledged entries after the
-// target become unacknowledged again.
+// time (resetCursorLocked: the consumers are disconnected first; on
+// Exclusive and Failover only the active one, whose standbys stay connected
+// and idle until the next consumer joins), then answers SUCCESS.
 func (c *conn) handleSeek(sk *pb.CommandSeek) {
 	reqID := sk.GetRequestId()
 	cs := c.consumer(sk.GetConsumerId())
@@ -33,21 +29,7 @@ func (c *conn) handleSeek(sk *pb.CommandSeek) {
 	} else {
 		target = t.firstAtOrAfterLocked(sk.GetMessagePublishTime())
 	}
-	s.resetting = true
-	if s.disp != nil && (s.typ == dispatch.Exclusive || s.typ == dispatch.Failover) {
-		if id, ok := s.disp.Active(); ok && s.consumers[id] != nil {
-			s.closeConsumersLocked(nil, s.consumers[id])
-		}
-	} else {
-		s.closeConsumersLocked(nil, nil)
-	}
-	s.resetting = false
-	if s.disp != nil {
-		s.disp.ResetTo(target)
-	} else {
-		s.cur.ResetTo(target)
-	}
-	c.b.emit(Event{Kind: EventSubscriptionSeek, Topic: t.full, Subscription: s.name, ID: t.eventID(target)})
+	t.resetCursorLocked(s, target)
 	t.mu.Unlock()
 	c.send(protocol.SuccessCommand(reqID))
 }
