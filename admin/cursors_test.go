@@ -77,6 +77,9 @@ func TestAdminCursorMovesAreWhatAConsumerReadsNext(t *testing.T) {
 	if err := a.Subscriptions().Create(tn, "s", utils.Earliest); err != nil {
 		t.Fatal(err)
 	}
+	if st, err := a.Topics().GetStats(tn); err != nil || st.Subscriptions["s"].SubType != "None" {
+		t.Fatalf("stats of a subscription no consumer joined yet: %+v, %v", st.Subscriptions, err)
+	}
 	c := newClient(t, b)
 	prod, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	if err != nil {

@@ -169,15 +169,7 @@ func (s *Server) topicMetrics(f *families, tot *brokerTotals, cluster string, tn
 		consumers += int64(len(ss.Consumers))
 		backlog += ss.MsgBacklog
 	}
-	quotaBytes, quotaSeconds := int64(-1), int64(-1)
-	if p, err := s.b.AppliedPolicies(topic); err == nil {
-		if q := p.BacklogQuota; q != nil {
-			quotaBytes = q.LimitBytes
-		}
-		if q := p.MessageAgeBacklogQuota; q != nil && q.LimitSeconds > 0 {
-			quotaSeconds = int64(q.LimitSeconds)
-		}
-	}
+	quotaBytes, quotaSeconds := s.backlogQuotaLimits(topic)
 	for _, m := range []struct{ name, value string }{
 		{"pulsar_subscriptions_count", count(len(st.Subscriptions))},
 		{"pulsar_producers_count", count(len(st.Publishers))},
@@ -232,4 +224,20 @@ func (s *Server) topicMetrics(f *families, tot *brokerTotals, cluster string, tn
 	tot.throughputOut += st.MsgThroughputOut
 	tot.size += st.StorageSize
 	tot.backlog += backlog
+}
+
+// backlogQuotaLimits returns the size (bytes) and time (seconds) limits of
+// the backlog quotas in force on a topic, -1 for none, as Pulsar's metrics
+// and stats show them.
+func (s *Server) backlogQuotaLimits(topic string) (bytes, seconds int64) {
+	bytes, seconds = -1, -1
+	if p, err := s.b.AppliedPolicies(topic); err == nil {
+		if q := p.BacklogQuota; q != nil {
+			bytes = q.LimitBytes
+		}
+		if q := p.MessageAgeBacklogQuota; q != nil && q.LimitSeconds > 0 {
+			seconds = int64(q.LimitSeconds)
+		}
+	}
+	return bytes, seconds
 }

@@ -71,6 +71,10 @@ type topicStatsJSON struct {
 	Subscriptions    map[string]subscriptionJSON `json:"subscriptions"`
 	Replication      map[string]any              `json:"replication"`
 	Deduplication    string                      `json:"deduplicationStatus"`
+
+	// The limits of the backlog quotas in force, -1 for none.
+	BacklogQuotaLimitSize int64 `json:"backlogQuotaLimitSize"`
+	BacklogQuotaLimitTime int64 `json:"backlogQuotaLimitTime"`
 }
 
 type partitionedStatsJSON struct {
@@ -148,7 +152,9 @@ func (s *Server) topicStats(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, err)
 		return
 	}
-	reply(w, topicStatsDoc(st), nil)
+	doc := topicStatsDoc(st)
+	doc.BacklogQuotaLimitSize, doc.BacklogQuotaLimitTime = s.backlogQuotaLimits(topic)
+	reply(w, doc, nil)
 }
 
 // partitionedStats sums the stats of a partitioned topic's partitions, and
@@ -171,6 +177,7 @@ func (s *Server) partitionedStats(w http.ResponseWriter, r *http.Request) {
 		Partitions:     map[string]topicStatsJSON{},
 	}
 	perPartition := r.URL.Query().Get("perPartition") != "false"
+	out.BacklogQuotaLimitSize, out.BacklogQuotaLimitTime = s.backlogQuotaLimits(topic)
 	for i := 0; i < n; i++ {
 		pn := tn.PartitionName(i).String()
 		st, err := s.b.TopicStats(pn)
@@ -178,6 +185,7 @@ func (s *Server) partitionedStats(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		doc := topicStatsDoc(st)
+		doc.BacklogQuotaLimitSize, doc.BacklogQuotaLimitTime = s.backlogQuotaLimits(pn)
 		if perPartition {
 			out.Partitions[pn] = doc
 		}

@@ -48,7 +48,7 @@ type PublisherStats struct {
 
 // SubscriptionStats is one subscription's part of TopicStats.
 type SubscriptionStats struct {
-	Type string // "Exclusive", "Shared", "Failover" or "Key_Shared"
+	Type string // "Exclusive", "Shared", "Failover" or "Key_Shared"; "None" before its first consumer
 	// MsgBacklog counts the unacknowledged entries; MsgDelayed those held
 	// for their deliver-at time.
 	MsgBacklog          int64
@@ -162,8 +162,12 @@ func (p *Producer) statsLocked(now time.Time) PublisherStats {
 // statsLocked builds a subscription's stats.
 func (s *Subscription) statsLocked(now time.Time) SubscriptionStats {
 	t := s.topic
+	typ := "None" // as Pulsar names a subscription that has no dispatcher yet
+	if s.disp != nil {
+		typ = s.typ.String()
+	}
 	ss := SubscriptionStats{
-		Type:            s.typ.String(),
+		Type:            typ,
 		MsgBacklog:      s.cur.Backlog(t.log.end()),
 		BacklogSize:     t.sizeAfterLocked(s.cur.MarkDelete()),
 		Durable:         s.durable,
