@@ -159,6 +159,11 @@ func (b *Broker) DeleteSubscription(topic, sub string, force bool) error {
 		found = true
 		s.closeConsumersLocked(nil, nil)
 		delete(t.subs, sub)
+		if sub == CompactionSubscription {
+			// Pulsar deletes the compacted ledger with the compactor's
+			// cursor: the topic has no compacted view any more.
+			t.view = compactedView{ran: t.view.ran}
+		}
 		if s.durable {
 			t.markActiveLocked()
 		}

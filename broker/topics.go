@@ -193,6 +193,9 @@ func (b *Broker) UnloadTopic(name string) error {
 	for _, t := range ts {
 		t.mu.Lock()
 		t.disconnectAllLocked()
+		// Pulsar loads the topic anew: its compaction status starts
+		// again from NOT_RUN (the compacted view stays).
+		t.view.ran = false
 		t.mu.Unlock()
 	}
 	return nil

@@ -77,6 +77,11 @@ type compactionTrace struct {
 	// messages the compaction drops, after one compaction and after a
 	// second with nothing new; Empty of a topic whose keys are all gone.
 	Tail, TailAgain, Empty []string
+	// AfterUnload is the status once the compacted topic was unloaded;
+	// Dropped what a read-compacted reader gets once the __compaction
+	// subscription was deleted.
+	AfterUnload string
+	Dropped     []string
 }
 
 func TestDifferentialCompaction(t *testing.T) {
@@ -93,8 +98,8 @@ func TestDifferentialCompaction(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("pulsarsim differs from Pulsar (-real +pulsarsim):\n%s", diff)
 	}
-	t.Logf("both: admin %q\ncompacted %v\nwhole %v\nconsumer %v\ntable %v\nsubscriptions %v, __compaction backlog %v, partition status %s\ntail %v\nagain %v\nempty %v",
-		got.Admin, got.Compacted, got.Whole, got.Consumer, got.Table, got.Subs, got.CompBackl, got.Partition0, got.Tail, got.TailAgain, got.Empty)
+	t.Logf("both: admin %q\ncompacted %v\nwhole %v\nconsumer %v\ntable %v\nsubscriptions %v, __compaction backlog %v, partition status %s\ntail %v\nagain %v\nempty %v\nafter unload %s\ndropped %v",
+		got.Admin, got.Compacted, got.Whole, got.Consumer, got.Table, got.Subs, got.CompBackl, got.Partition0, got.Tail, got.TailAgain, got.Empty, got.AfterUnload, got.Dropped)
 }
 
 // runCompaction runs the scenario on one broker.
@@ -129,6 +134,21 @@ func runCompaction(t *testing.T, c pulsar.Client, admin, ns string) compactionTr
 	tr.Table = tableEntries(t, c, topic)
 	tr.Subs, tr.CompBackl = compactionStats(t, admin, "persistent/"+ns+"/kv")
 	tr.Tail, tr.TailAgain, tr.Empty = runCompactionTails(t, c, admin, ns)
+	httpDo(t, "PUT", admin+"/admin/v2/persistent/"+ns+"/tail/unload")
+	_, body := httpDo(t, "GET", admin+"/admin/v2/persistent/"+ns+"/tail/compaction")
+	tr.AfterUnload = string(body)
+	drop := "persistent://" + ns + "/drop"
+	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: drop, BatchingMaxMessages: 3,
+		BatchingMaxPublishDelay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	sendBatch(t, p, "p", "1", "q", "1", "p", "")
+	httpDo(t, "PUT", admin+"/admin/v2/persistent/"+ns+"/drop/compaction")
+	waitCompaction(t, admin, "persistent/"+ns+"/drop")
+	httpDo(t, "DELETE", admin+"/admin/v2/persistent/"+ns+"/drop/subscription/__compaction")
+	tr.Dropped = readTopic(t, c, drop, true)
 	return tr
 }
 
