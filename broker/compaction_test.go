@@ -200,3 +200,23 @@ func TestANamespaceCompactionThresholdGivesNewTopicsACompactionSubscription(t *t
 		t.Fatalf("subscriptions %+v", st.Subscriptions)
 	}
 }
+
+func TestDeletingTheCompactionSubscriptionDropsTheViewAndUnloadResetsTheStatus(t *testing.T) {
+	b := testkit.Start(t)
+	b.Publish("kv", broker.ProducerMessage{Key: "a", Payload: []byte("1")},
+		broker.ProducerMessage{Key: "a", Payload: []byte("2")})
+	b.Compact("kv")
+	if got := readAll(t, b.Client(), "kv", true); !slices.Equal(got, []string{"a=2"}) {
+		t.Fatalf("compacted read %v", got)
+	}
+	if err := b.UnloadTopic("kv"); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.CompactionStatus("kv"); st.Status != broker.CompactionNotRun {
+		t.Fatalf("status after unload: %v", st)
+	}
+	b.DeleteSubscription("kv", broker.CompactionSubscription, false)
+	if got := readAll(t, b.Client(), "kv", true); !slices.Equal(got, []string{"a=1", "a=2"}) {
+		t.Fatalf("read after the view was dropped: %v", got)
+	}
+}
