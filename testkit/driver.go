@@ -116,8 +116,9 @@ type Delivery struct {
 	Outcome         Outcome
 	// Acked is set when the outcome was Ack and the broker confirmed it.
 	Acked bool
-	// Restarts counts the consumers the driver had closed to replace them
-	// (after a crash or to release unanswered messages) before this delivery.
+	// Restarts counts the consumers the driver had begun to close to replace
+	// them (after a crash or to release unanswered messages) before this
+	// delivery.
 	Restarts int
 }
 
@@ -405,12 +406,18 @@ func (d *Driver) replace(inc *incarnation) {
 	}
 	inc.halt()
 	<-inc.done
+	// Counted before the close: the broker hands what the old consumer held
+	// to the others as it closes it, and their handlers can be done with it
+	// before Close returns (it waits for the broker's answer and closes the
+	// consumer's dead-letter producer too). Every delivery from the close
+	// on, to any consumer, sees the count; the old consumer's reader has
+	// stopped, so none of its own deliveries does.
+	d.mu.Lock()
+	d.restarts++
+	d.mu.Unlock()
 	inc.cons.Close()
 	d.mu.Lock()
 	d.retired = append(d.retired, inc.client)
-	// Counted as soon as the old consumer is gone, so that every delivery
-	// after the close, to any consumer, sees it.
-	d.restarts++
 	d.mu.Unlock()
 	next, err := d.startRetrying(inc.slot)
 	d.mu.Lock()
@@ -447,6 +454,16 @@ func (d *Driver) Deliveries() []Delivery {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return append([]Delivery(nil), d.deliveries...)
+}
+
+// Restarts returns how many consumers the driver has begun to close so far
+// to replace them (after a crash or to release unanswered messages): also
+// those after the last delivery a handler saw, whose messages may have gone
+// only to the dead-letter topic since.
+func (d *Driver) Restarts() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.restarts
 }
 
 // Wait blocks until cond holds for the deliveries so far, failing the test
