@@ -15,9 +15,11 @@ var dockerTests = map[string]bool{
 
 // knownGaps names the pulsarsim feature a failing test needs.
 var knownGaps = map[string]string{
-	"TestMemLimitContextCancel": "timing inside the client: its send timeout can fire before the cancelled context is seen (passed in the other full runs)",
-	"TestMessageSingleRouter":   "skipped by the suite itself (flaky)",
-	"TestReaderWithSeekByTime":  "timing, not a rule: the client stamps each message's publish time and the seek's time in whole milliseconds of its own clock; Pulsar 4.0 resets the cursor to the entry after the newest one published strictly before the seek time (PersistentMessageFinder, PersistentSubscription.resetCursor) and pulsarsim to the first entry published at or after it, the same entry, so a message stamped in the seek's millisecond is read again on both; against Pulsar the reader's lookup and subscribe between the last send and the seek take more than a millisecond, against pulsarsim all three can fall in one; passes in most runs",
+	"TestMemLimitContextCancel":      "timing inside the client: its send timeout can fire before the cancelled context is seen (passed in the other full runs)",
+	"TestMessageSingleRouter":        "skipped by the suite itself (flaky)",
+	"TestBatchDelayMessage":          "timing inside the test: the consumer can receive the no-delay message before the SendAsync callback has stored its id, and the test then calls it unexpected; passes when run alone",
+	"TestNegativeAckPrecisionBitCnt": "timing: the client's own nack tracker must redeliver within 150 ms of the due time by the wall clock, which a loaded machine can miss by a few ms; the broker only redelivers what the client asks for",
+	"TestReaderWithSeekByTime":       "timing, not a rule: the client stamps each message's publish time and the seek's time in whole milliseconds of its own clock; Pulsar 4.0 resets the cursor to the entry after the newest one published strictly before the seek time (PersistentMessageFinder, PersistentSubscription.resetCursor) and pulsarsim to the first entry published at or after it, the same entry, so a message stamped in the seek's millisecond is read again on both; against Pulsar the reader's lookup and subscribe between the last send and the seek take more than a millisecond, against pulsarsim all three can fall in one; passes in most runs",
 }
 
 // reasonFor returns the reason category of a failing or skipped test.
