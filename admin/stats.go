@@ -70,11 +70,14 @@ type topicStatsJSON struct {
 	Publishers       []publisherJSON             `json:"publishers"`
 	Subscriptions    map[string]subscriptionJSON `json:"subscriptions"`
 	Replication      map[string]any              `json:"replication"`
-	Deduplication    string                      `json:"deduplicationStatus"`
+	Deduplication    string                      `json:"deduplicationStatus,omitempty"`
 
 	// The limits of the backlog quotas in force, -1 for none.
 	BacklogQuotaLimitSize int64 `json:"backlogQuotaLimitSize"`
 	BacklogQuotaLimitTime int64 `json:"backlogQuotaLimitTime"`
+	// The broker serving the topic (host:port of its web service); not in a
+	// partitioned topic's sum.
+	OwnerBroker string `json:"ownerBroker,omitempty"`
 }
 
 type partitionedStatsJSON struct {
@@ -154,6 +157,7 @@ func (s *Server) topicStats(w http.ResponseWriter, r *http.Request) {
 	}
 	doc := topicStatsDoc(st)
 	doc.BacklogQuotaLimitSize, doc.BacklogQuotaLimitTime = s.backlogQuotaLimits(topic)
+	doc.OwnerBroker = s.brokerID(r)
 	reply(w, doc, nil)
 }
 
@@ -186,11 +190,13 @@ func (s *Server) partitionedStats(w http.ResponseWriter, r *http.Request) {
 		}
 		doc := topicStatsDoc(st)
 		doc.BacklogQuotaLimitSize, doc.BacklogQuotaLimitTime = s.backlogQuotaLimits(pn)
+		doc.OwnerBroker = s.brokerID(r)
 		if perPartition {
 			out.Partitions[pn] = doc
 		}
 		addTopicStats(&out.topicStatsJSON, doc)
 	}
+	out.Deduplication = "" // Pulsar sums no status
 	if out.MsgInCounter > 0 {
 		out.AverageMsgSize = float64(out.StorageSize) / float64(out.MsgInCounter)
 	}
