@@ -1,6 +1,9 @@
 package broker_test
 
 import (
+	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -340,5 +343,52 @@ func TestProducerClosedByTheBrokerReconnectsAtOnce(t *testing.T) {
 	releaseOnce.Do(func() { close(release) })
 	if len(ts.Producers) != 1 {
 		t.Fatalf("the producer came back and was told SUCCESS, but the topic has producers %v", ts.Producers)
+	}
+}
+
+func TestNonDurableSubscribeWithoutAStartIdStartsAtItsInitialPosition(t *testing.T) {
+	b := testkit.Start(t)
+	c := dialRaw(t, addrOf(b))
+	c.connect()
+	c.producer("nd-start", 1)
+	for seq := range uint64(3) {
+		c.write(sendFrame(1, seq, []byte("m")))
+		if r := c.read(); r.SendReceipt == nil {
+			t.Fatalf("send %d: got %v", seq, r.GetType())
+		}
+	}
+	subscribe := func(consumer uint64, pos pb.CommandSubscribe_InitialPosition) {
+		c.send(protocol.Base(pb.BaseCommand_SUBSCRIBE, &pb.CommandSubscribe{
+			Topic: ptr("nd-start"), Subscription: ptr(fmt.Sprintf("nd-%d", consumer)),
+			SubType: pb.CommandSubscribe_Exclusive.Enum(), ConsumerId: ptr(consumer),
+			RequestId: ptr(consumer + 100), Durable: ptr(false), InitialPosition: pos.Enum(),
+		}))
+		if r := c.read(); r.Success == nil {
+			t.Fatalf("subscribe %d: %v %v", consumer, r.GetType(), r.GetError())
+		}
+		c.send(protocol.Base(pb.BaseCommand_FLOW, &pb.CommandFlow{ConsumerId: ptr(consumer), MessagePermits: ptr(uint32(10))}))
+	}
+	subscribe(1, pb.CommandSubscribe_Latest)
+	subscribe(2, pb.CommandSubscribe_Earliest)
+	var entries []string
+	for range 3 {
+		m := c.read().GetMessage()
+		if m == nil {
+			t.Fatal("want a MESSAGE")
+		}
+		entries = append(entries, fmt.Sprintf("%d:%d", m.GetConsumerId(), m.GetMessageId().GetEntryId()))
+	}
+	// A fourth message goes to both: the Latest one got nothing before it.
+	c.write(sendFrame(1, 3, []byte("m")))
+	for range 3 {
+		r := c.read()
+		if m := r.GetMessage(); m != nil {
+			entries = append(entries, fmt.Sprintf("%d:%d", m.GetConsumerId(), m.GetMessageId().GetEntryId()))
+		}
+	}
+	sort.Strings(entries)
+	want := []string{"1:3", "2:0", "2:1", "2:2", "2:3"}
+	if !slices.Equal(entries, want) {
+		t.Fatalf("deliveries (consumer:entry) %v, want %v", entries, want)
 	}
 }

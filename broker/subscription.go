@@ -192,7 +192,9 @@ func (t *Topic) startPosition(sub *pb.CommandSubscribe) int64 {
 	id := sub.GetStartMessageId()
 	switch {
 	case id == nil:
-		return latest
+		// No start id: the initial position decides, as for Pulsar's
+		// non-durable cursor opened at MessageId.latest.
+		return initial
 	case int64(id.GetLedgerId()) < 0 || id.GetLedgerId() < t.ledger:
 		return earliest
 	case id.GetLedgerId() > t.ledger || id.GetEntryId() > math.MaxInt64/2:
