@@ -116,25 +116,47 @@ func (b *Broker) compactionTopics(tn TopicName) ([]*Topic, error) {
 		}
 		return ts, nil
 	}
-	t := b.lookupTopic(tn.String())
-	if t == nil {
-		return nil, topicNotFound(tn)
+	t, err := b.compactionTopic(tn)
+	if err != nil {
+		return nil, err
 	}
 	return []*Topic{t}, nil
+}
+
+// compactionTopic returns the topic tn names for the compaction endpoints:
+// a partition of a partitioned topic is created if need be, as Pulsar
+// loads it, and one beyond the partition count is refused as Pulsar
+// refuses it; any other topic must exist.
+func (b *Broker) compactionTopic(tn TopicName) (*Topic, error) {
+	if tn.Partition >= 0 {
+		if n := b.partitions(tn.Base()); n > 0 {
+			if tn.Partition >= n {
+				return nil, errorf(ErrTopicNotFound, "Topic partitions were not yet created")
+			}
+			return b.getOrCreateTopic(tn, true)
+		}
+	}
+	if t := b.lookupTopic(tn.String()); t != nil {
+		return t, nil
+	}
+	return nil, topicNotFound(tn)
 }
 
 // CompactionStatus returns the status of a topic's last compaction
 // (GET .../compaction). A partitioned topic has none of its own: it fails
 // with ErrTopicNotFound, as Pulsar answers, and so does a topic that does
-// not exist.
+// not exist; an unused partition is created (NOT_RUN).
 func (b *Broker) CompactionStatus(topic string) (CompactionStatus, error) {
 	tn, err := ParseTopicName(topic)
 	if err != nil {
 		return CompactionStatus{}, err
 	}
-	t := b.lookupTopic(tn.String())
-	if t == nil || !tn.Persistent {
+	if !tn.Persistent || b.partitions(tn) > 0 {
 		return CompactionStatus{}, topicNotFound(tn)
+	}
+	t, err := b.compactionTopic(tn)
+	if err != nil {
+		return CompactionStatus{}, err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

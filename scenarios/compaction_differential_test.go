@@ -59,6 +59,12 @@ func compactionAdminScript() []adminStep {
 		{"PUT", "/admin/v2/persistent/{ns}/p/partitions", "2"},
 		{"PUT", "/admin/v2/persistent/{ns}/p/compaction", ""},
 		{"GET", "/admin/v2/persistent/{ns}/p/compaction", ""},
+		{"PUT", "/admin/v2/persistent/{ns}/q/partitions", "2"},
+		{"GET", "/admin/v2/persistent/{ns}/q-partition-1/compaction", ""},
+		{"GET", "/admin/v2/persistent/{ns}/q-partition-7/compaction", ""},
+		{"PUT", "/admin/v2/persistent/{ns}/q-partition-7/compaction", ""},
+		{"GET", "/admin/v2/persistent/{ns}-none/t/compaction", ""},
+		{"PUT", "/admin/v2/persistent/{ns}-none/t/compaction", ""},
 	}
 }
 
