@@ -6,7 +6,8 @@
 // the mode Pulsar's own tests use; the exit code is the one the CLI would
 // have exited with. A line whose first field is "pulsar-client" runs the rest
 // through org.apache.pulsar.client.cli.PulsarClientTool, as bin/pulsar-client
-// would.
+// would. A line whose first field is --conf=FILE runs with that client
+// configuration instead of CLIENT_CONF.
 //
 // Usage: java -cp "$PULSAR_HOME/lib/*" PulsarAdminBatch.java CLIENT_CONF
 //
@@ -38,7 +39,7 @@ public class PulsarAdminBatch {
     private static final Pattern EXIT_NOTE = Pattern.compile(
             "(?m)^Exit code is -?\\d+ \\(System.exit not called, as we are in test mode\\)\\R?");
 
-    private final String conf;
+    private final String conf; // the client configuration, unless a line names another
     private final Method adminExecute;
     private final Method adminLastExit;
 
@@ -102,6 +103,10 @@ public class PulsarAdminBatch {
     }
 
     private int run(List<String> argv) throws Exception {
+        String conf = this.conf;
+        if (!argv.isEmpty() && argv.get(0).startsWith("--conf=")) {
+            conf = argv.remove(0).substring("--conf=".length());
+        }
         if (!argv.isEmpty() && argv.get(0).equals("pulsar-client")) {
             Properties props = new Properties();
             try (InputStream f = new FileInputStream(conf)) {
