@@ -60,7 +60,7 @@ func TestConsumerNotReadingCompactedGetsTheWholeLog(t *testing.T) {
 	}
 }
 
-func TestReadCompactedRewindReadsTheViewAgainSkippingAcknowledgedEntries(t *testing.T) {
+func TestReadCompactedRewindReadsTheViewAgainAcknowledgedEntriesToo(t *testing.T) {
 	d, _ := newTest(t, Exclusive)
 	log := newCompactedLog(6, 3, 0, 2, 3)
 	mustAdd(t, d, ConsumerSpec{ID: 1, ReadCompacted: true})
@@ -69,8 +69,11 @@ func TestReadCompactedRewindReadsTheViewAgainSkippingAcknowledgedEntries(t *test
 		t.Fatalf("first read %v", got)
 	}
 	d.Ack(2)
+	d.Ack(5)
 	d.RedeliverAll(1)
-	if got := allEntries(d.Dispatch(log)); !slices.Equal(got, []int64{0, 3, 4, 5}) {
+	// Pulsar reads the view from the read position without looking at
+	// individual acknowledgements; after the horizon it skips them.
+	if got := allEntries(d.Dispatch(log)); !slices.Equal(got, []int64{0, 2, 3, 4}) {
 		t.Fatalf("after the rewind %v", got)
 	}
 }

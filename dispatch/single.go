@@ -143,6 +143,9 @@ func (d *Dispatcher) dispatchSingle(log Log) []Delivery {
 				continue
 			}
 			ackSet, msgs := d.ackSetFor(e, info)
+			if compacted && d.cur.IsAcked(e) {
+				ackSet, msgs = nil, info.Messages // read again whole from the view
+			}
 			c.permits -= int(msgs)
 			d.inflight = append(d.inflight, sentEntry{e, msgs})
 			out = append(out, Delivery{
@@ -167,19 +170,17 @@ func (d *Dispatcher) dispatchSingle(log Log) []Delivery {
 // single-active subscription: the next unacknowledged entry from the read
 // position, or, for a consumer reading compacted (view not nil) while the
 // read position is at or before the view's horizon, the view's next entry
-// (compacted true). Past the view's last entry the read goes on in the log
-// after the horizon, as Pulsar's cursor seeks there.
+// (compacted true), acknowledged or not: Pulsar reads the compacted view
+// without looking at the cursor's individual acknowledgements. Past the
+// view's last entry the read goes on in the log after the horizon, as
+// Pulsar's cursor seeks there.
 func (d *Dispatcher) nextSingle(view Compacted) (e int64, compacted bool) {
 	from := d.cur.ReadPosition()
-	for {
-		e = d.cur.NextUnacked(from)
-		if view == nil || e > view.CompactedHorizon() {
-			return e, false
+	if view != nil && from <= view.CompactedHorizon() {
+		if next := view.CompactedNext(from); next <= view.CompactedHorizon() {
+			return next, true
 		}
-		if next := view.CompactedNext(e); next != e {
-			from = next
-			continue
-		}
-		return e, true
+		from = view.CompactedHorizon() + 1
 	}
+	return d.cur.NextUnacked(from), false
 }

@@ -88,6 +88,9 @@ type compactionTrace struct {
 	// subscription was deleted.
 	AfterUnload string
 	Dropped     []string
+	// Resumed is what a read-compacted consumer gets when it comes back
+	// after acknowledging its first six messages (two whole entries).
+	Resumed []string
 }
 
 func TestDifferentialCompaction(t *testing.T) {
@@ -104,8 +107,8 @@ func TestDifferentialCompaction(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("pulsarsim differs from Pulsar (-real +pulsarsim):\n%s", diff)
 	}
-	t.Logf("both: admin %q\ncompacted %v\nwhole %v\nconsumer %v\ntable %v\nsubscriptions %v, __compaction backlog %v, partition status %s\ntail %v\nagain %v\nempty %v\nafter unload %s\ndropped %v",
-		got.Admin, got.Compacted, got.Whole, got.Consumer, got.Table, got.Subs, got.CompBackl, got.Partition0, got.Tail, got.TailAgain, got.Empty, got.AfterUnload, got.Dropped)
+	t.Logf("both: admin %q\ncompacted %v\nwhole %v\nconsumer %v\ntable %v\nsubscriptions %v, __compaction backlog %v, partition status %s\ntail %v\nagain %v\nempty %v\nafter unload %s\ndropped %v\nresumed %v",
+		got.Admin, got.Compacted, got.Whole, got.Consumer, got.Table, got.Subs, got.CompBackl, got.Partition0, got.Tail, got.TailAgain, got.Empty, got.AfterUnload, got.Dropped, got.Resumed)
 }
 
 // runCompaction runs the scenario on one broker.
@@ -137,6 +140,7 @@ func runCompaction(t *testing.T, c pulsar.Client, admin, ns string) compactionTr
 	tr.Compacted = readTopic(t, c, topic, true)
 	tr.Whole = readTopic(t, c, topic, false)
 	tr.Consumer = consumeCompacted(t, c, topic, len(tr.Compacted))
+	tr.Resumed = resumeCompacted(t, c, topic, tr.Compacted)
 	tr.Table = tableEntries(t, c, topic)
 	tr.Subs, tr.CompBackl = compactionStats(t, admin, "persistent/"+ns+"/kv")
 	tr.Tail, tr.TailAgain, tr.Empty = runCompactionTails(t, c, admin, ns)
@@ -302,6 +306,48 @@ func consumeCompacted(t *testing.T, c pulsar.Client, topic string, n int) []stri
 		m, err := cons.Receive(ctx)
 		if err != nil {
 			t.Fatalf("consuming %s after %v: %v", topic, out, err)
+		}
+		out = append(out, describeKeyed(m))
+	}
+	return out
+}
+
+// resumeCompacted receives every message with a read-compacted consumer
+// that acknowledges the first six (and waits for the broker's answers),
+// closes it, and returns what a new consumer of the same subscription gets
+// until the topic's last message.
+func resumeCompacted(t *testing.T, c pulsar.Client, topic string, all []string) []string {
+	t.Helper()
+	opts := pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "resumed", ReadCompacted: true,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest, AckWithResponse: true}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cons, err := c.Subscribe(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range all {
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			t.Fatalf("consuming %s: %v", topic, err)
+		}
+		if i < 6 {
+			if err := cons.Ack(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cons.Close()
+	cons, err = c.Subscribe(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	var out []string
+	for len(out) == 0 || out[len(out)-1] != all[len(all)-1] {
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			t.Fatalf("consuming %s again after %v: %v", topic, out, err)
 		}
 		out = append(out, describeKeyed(m))
 	}
