@@ -134,6 +134,14 @@ func runCompaction(t *testing.T, c pulsar.Client, admin, ns string) compactionTr
 	sendBatch(t, batched, "d", "1", "a", "3", "", "batched no key", "e", "1", "d", "")
 	sendKeyed(t, single, "c", "2", "f", "1")
 	sendBatch(t, batched, "f", "", "g", "1")
+	// A compressed batch: its rewrite must read the same.
+	zipped, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, BatchingMaxMessages: 4,
+		BatchingMaxPublishDelay: time.Hour, Schema: pulsar.NewStringSchema(nil), CompressionType: pulsar.LZ4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zipped.Close()
+	sendBatch(t, zipped, "h", "1", "i", "1", "h", "", "j", "1")
 	httpDo(t, "PUT", admin+"/admin/v2/persistent/"+ns+"/kv/compaction")
 	tr.Status = waitCompaction(t, admin, "persistent/"+ns+"/kv")
 	sendKeyed(t, single, "a", "4", "", "late", "b", "2")
