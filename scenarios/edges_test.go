@@ -247,19 +247,35 @@ func TestEdge7And8RedeliveryComesWithCountPlusOne(t *testing.T) {
 	// Pulsar 4.0.8 under CPU load now and then dispatches a redelivered
 	// message to two consumers at once, both with the same count (see
 	// FIDELITY.md); pulsarsim never does. Against a real broker the counts
-	// must only never go down; against pulsarsim each is exactly n + 1.
+	// must only never go down until the message is acked; against
+	// pulsarsim each is exactly n + 1, and nothing comes after the ack.
 	strict := tg.Inspect() != nil
+	ackedBefore := map[string]bool{}
+	dups := map[string]int{}
 	for _, del := range d.Deliveries() {
+		if ackedBefore[del.ID] && !strict {
+			// The real broker's other duplicate: once more after the
+			// handler's confirmed ack, and with count 0, since Pulsar drops
+			// an entry's count when it is acknowledged (FIDELITY.md).
+			continue
+		}
+		ackedBefore[del.ID] = ackedBefore[del.ID] || del.Acked
 		c, prev := del.RedeliveryCount, last[del.ID]
 		if seen[del.ID] && (strict && c != prev+1 || c < prev) {
 			t.Fatalf("message %s: count %d after %d, want n+1 (deliveries, consumer:count:outcome: %s)",
 				del.ID, c, prev, history(del.ID))
 		}
+		if seen[del.ID] && c == prev {
+			dups[del.ID]++
+		}
 		seen[del.ID] = true
 		last[del.ID] = max(prev, c)
 	}
 	for id, c := range last {
-		if c != 4 && (strict || c < 4) {
+		// Each duplicate takes one of the script's nacks without raising
+		// the count, so against a real broker the ack may come that much
+		// earlier.
+		if want := 4 - dups[id]; c != 4 && (strict || int(c) < want) {
 			t.Fatalf("message %s acked with count %d, want 4 (%s)", id, c, history(id))
 		}
 	}
