@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pulsarsim/pulsarsim/compaction"
+	"github.com/pulsarsim/pulsarsim/dispatch"
 	"github.com/pulsarsim/pulsarsim/protocol"
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
 )
@@ -180,6 +181,12 @@ func (t *Topic) compactLocked() {
 	s := t.subs[CompactionSubscription]
 	if s == nil {
 		s = t.newSubscriptionLocked(CompactionSubscription, true, t.log.base-1)
+	}
+	if s.disp == nil {
+		// Pulsar's compactor reads through an Exclusive consumer of the
+		// subscription: from then on, stats give it that type.
+		s.typ = dispatch.Exclusive
+		s.disp = dispatch.New(s.dispatcherOptions(dispatch.Exclusive), s.cur)
 	}
 	last := t.lastDispatchableLocked()
 	if t.view.has && last <= t.view.horizon {

@@ -382,7 +382,10 @@ func compactionStats(t *testing.T, admin, topicPath string) ([]string, float64) 
 	t.Helper()
 	_, body := httpDo(t, "GET", admin+"/admin/v2/"+topicPath+"/stats")
 	var st struct {
-		Subscriptions map[string]struct{ MsgBacklog float64 }
+		Subscriptions map[string]struct {
+			MsgBacklog float64
+			Type       string
+		}
 	}
 	if err := json.Unmarshal(body, &st); err != nil {
 		t.Fatal(err)
@@ -391,7 +394,7 @@ func compactionStats(t *testing.T, admin, topicPath string) ([]string, float64) 
 	for name := range st.Subscriptions {
 		// A closed reader's subscription may linger a moment on Pulsar.
 		if !strings.HasPrefix(name, "reader-") {
-			subs = append(subs, name)
+			subs = append(subs, name+" "+st.Subscriptions[name].Type)
 		}
 	}
 	sort.Strings(subs)
@@ -428,6 +431,8 @@ func TestDifferentialCompactionThreshold(t *testing.T) {
 		out = append(out, "over: "+wait("persistent/"+ns+"/over"))
 		_, body := httpDo(t, "GET", admin+"/admin/v2/persistent/"+ns+"/under/compaction")
 		out = append(out, "under: "+string(body))
+		subs, _ := compactionStats(t, admin, "persistent/"+ns+"/under")
+		out = append(out, fmt.Sprint("under's subscriptions: ", subs))
 		out = append(out, readTopic(t, c, "persistent://"+ns+"/over", true)...)
 		return out
 	}
