@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -42,6 +43,31 @@ func adminDo(t *testing.T, base, method, path, body string) int {
 }
 
 // topicStats reads a topic's stats.
+// applied waits until the broker reports policy among topic's applied
+// backlog quotas. Pulsar answers a quota's POST before the topic has it
+// (topic policies travel through a system topic), so a producer or a check
+// that comes at once can still meet the old policy.
+func applied(t *testing.T, base, topicPath, policy string) bool {
+	return eventually(func() bool {
+		return strings.Contains(adminGet(t, base, topicPath+"/backlogQuotaMap?applied=true"), `"`+policy+`"`)
+	})
+}
+
+// adminGet answers the body of a GET, or "" when it fails.
+func adminGet(t *testing.T, base, path string) string {
+	t.Helper()
+	resp, err := http.Get(base + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return ""
+	}
+	return string(body)
+}
+
 func topicStats(t *testing.T, base, topic string) (publishers int, backlog map[string]int64) {
 	t.Helper()
 	resp, err := http.Get(base + "/admin/v2/persistent/" + strings.TrimPrefix(topic, "persistent://") + "/stats")
@@ -105,6 +131,7 @@ func quotaStory(t *testing.T, tg *scenarios.Target, admin string) []string {
 	defer p.Close()
 	note("set quota: %d", adminDo(t, admin, "POST", path(held)+"/backlogQuota",
 		`{"limitSize":1024,"limitTime":-1,"policy":"producer_exception"}`))
+	note("applied: %v", applied(t, admin, path(held), "producer_exception"))
 	for range 2 {
 		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: make([]byte, 1024)}); err != nil {
 			t.Fatal(err)
@@ -114,6 +141,7 @@ func quotaStory(t *testing.T, tg *scenarios.Target, admin string) []string {
 	note("a new producer: %v", err)
 	note("set request hold: %d", adminDo(t, admin, "POST", path(held)+"/backlogQuota",
 		`{"limitSize":1024,"limitTime":-1,"policy":"producer_request_hold"}`))
+	note("applied: %v", applied(t, admin, path(held), "producer_request_hold"))
 	_, err = client.CreateProducer(pulsar.ProducerOptions{Topic: held})
 	note("a new producer: %v", err)
 	note("check: %d", adminDo(t, admin, "GET", "/admin/v2/brokers/backlog-quota-check", ""))
@@ -139,6 +167,7 @@ func quotaStory(t *testing.T, tg *scenarios.Target, admin string) []string {
 	ep.Close()
 	note("set eviction: %d", adminDo(t, admin, "POST", path(evict)+"/backlogQuota",
 		`{"limitSize":5120,"limitTime":-1,"policy":"consumer_backlog_eviction"}`))
+	note("applied: %v", applied(t, admin, path(evict), "consumer_backlog_eviction"))
 	note("check: %d", adminDo(t, admin, "GET", "/admin/v2/brokers/backlog-quota-check", ""))
 	var backlog map[string]int64
 	eventually(func() bool { _, backlog = topicStats(t, admin, evict); return backlog["slow"] < 10 })
