@@ -368,14 +368,7 @@ func (b *Broker) RunCompactionCheck() { b.checkCompaction(b.cfg.clock.Now()) }
 // before the first compaction, the topic's estimated backlog (its whole
 // size when it has no durable subscription).
 func (b *Broker) checkCompaction(time.Time) {
-	b.mu.Lock()
-	topics := make([]*Topic, 0, len(b.topics))
-	for _, t := range b.topics {
-		if t.name.Persistent {
-			topics = append(topics, t)
-		}
-	}
-	b.mu.Unlock()
+	topics := b.topicsNow(true)
 	for _, t := range topics {
 		t.mu.Lock()
 		if th := *t.policiesLocked().CompactionThreshold; th > 0 && !t.deleted && t.compactionBacklogLocked() > th {

@@ -132,12 +132,7 @@ func (t *Topic) deduplicationStatusLocked() string {
 // purgeDedup (every dedupPurgeEvery: startTimers) forgets, on every topic, the sequence ids of the producer
 // names that have had no producer since dedupInactivity before at.
 func (b *Broker) purgeDedup(at time.Time) {
-	b.mu.Lock()
-	topics := make([]*Topic, 0, len(b.topics))
-	for _, t := range b.topics {
-		topics = append(topics, t)
-	}
-	b.mu.Unlock()
+	topics := b.topicsNow(false)
 	for _, t := range topics {
 		t.mu.Lock()
 		d := t.dedupLocked()

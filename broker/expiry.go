@@ -34,16 +34,7 @@ func (b *Broker) RunExpiryCheck() { b.expireAll(b.cfg.clock.Now()) }
 
 // expireAll runs an expiry check at the time given.
 func (b *Broker) expireAll(now time.Time) {
-	b.mu.Lock()
-	topics := make([]*Topic, 0, len(b.topics))
-	for _, t := range b.topics {
-		topics = append(topics, t)
-	}
-	b.mu.Unlock()
-	for _, t := range topics {
-		if !t.name.Persistent {
-			continue
-		}
+	for _, t := range b.topicsNow(true) {
 		if ttl := b.messageTTL(t.name) / time.Second; ttl > 0 {
 			t.expire(now, int64(ttl))
 		}
@@ -79,17 +70,6 @@ func (t *Topic) expireLocked(now time.Time, ttl int64, reason string) {
 		last = n
 	}
 	for _, s := range t.subs {
-		first := s.cur.MarkDelete() + 1
-		if last < first {
-			continue
-		}
-		if s.disp != nil {
-			s.disp.Expire(last)
-		} else {
-			s.cur.ExpireThrough(last)
-		}
-		t.b.emit(Event{Kind: EventExpired, Topic: t.full, Subscription: s.name, From: t.eventID(first),
-			ID: t.eventID(last), Reason: reason})
-		s.dispatchLocked()
+		t.markDeleteThroughLocked(s, last, reason)
 	}
 }

@@ -135,12 +135,7 @@ func (b *Broker) startInactiveTopicChecks() {
 
 // deleteInactiveTopics runs the inactive-topic check at the time given.
 func (b *Broker) deleteInactiveTopics(at time.Time) {
-	b.mu.Lock()
-	topics := make([]*Topic, 0, len(b.topics))
-	for _, t := range b.topics {
-		topics = append(topics, t)
-	}
-	b.mu.Unlock()
+	topics := b.topicsNow(false)
 	for _, t := range topics {
 		if t.name.NamespaceName() == systemNamespace {
 			continue

@@ -88,12 +88,7 @@ func CompareViolations(a, b Violation) int {
 // subscription and entry; nil when all hold. It may be called at any time,
 // while clients run.
 func (b *Broker) CheckSettlement() []Violation {
-	b.mu.Lock()
-	topics := make([]*Topic, 0, len(b.topics))
-	for _, t := range b.topics {
-		topics = append(topics, t)
-	}
-	b.mu.Unlock()
+	topics := b.topicsNow(false)
 	var out []Violation
 	for _, t := range topics {
 		t.mu.Lock()

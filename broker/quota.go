@@ -58,14 +58,7 @@ func (b *Broker) RunBacklogQuotaCheck() { b.checkBacklogQuotas(b.cfg.clock.Now()
 
 // checkBacklogQuotas is the periodic check at time now.
 func (b *Broker) checkBacklogQuotas(now time.Time) {
-	b.mu.Lock()
-	topics := make([]*Topic, 0, len(b.topics))
-	for _, t := range b.topics {
-		if t.name.Persistent {
-			topics = append(topics, t)
-		}
-	}
-	b.mu.Unlock()
+	topics := b.topicsNow(true)
 	for _, t := range topics {
 		t.mu.Lock()
 		t.applyBacklogQuotaLocked(now)

@@ -274,3 +274,18 @@ func modeWants(mode TopicsMode, tn TopicName) bool {
 	}
 	return true
 }
+
+// topicsNow returns the broker's topics at this moment, only the persistent
+// ones when persistentOnly, for a periodic check that then locks each in
+// turn (the broker lock is not held while it does).
+func (b *Broker) topicsNow(persistentOnly bool) []*Topic {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	topics := make([]*Topic, 0, len(b.topics))
+	for _, t := range b.topics {
+		if !persistentOnly || t.name.Persistent {
+			topics = append(topics, t)
+		}
+	}
+	return topics
+}
