@@ -426,8 +426,8 @@ func TestDifferentialCompactionThreshold(t *testing.T) {
 			sendKeyed(t, p, "a", "1", "b", "1", "a", "2", "", "no key")
 			p.Close()
 		}
-		setThreshold(t, admin+"/admin/v2/persistent/"+ns+"/over/compactionThreshold", "1")
-		setThreshold(t, admin+"/admin/v2/persistent/"+ns+"/under/compactionThreshold", "100000000")
+		setThreshold(t, admin, "/admin/v2/persistent/"+ns+"/over/compactionThreshold", "1")
+		setThreshold(t, admin, "/admin/v2/persistent/"+ns+"/under/compactionThreshold", "100000000")
 		out = append(out, "over: "+wait("persistent/"+ns+"/over"))
 		_, body := httpDo(t, "GET", admin+"/admin/v2/persistent/"+ns+"/under/compaction")
 		out = append(out, "under: "+string(body))
@@ -457,19 +457,9 @@ func TestDifferentialCompactionThreshold(t *testing.T) {
 	t.Logf("both: %q", got)
 }
 
-func setThreshold(t *testing.T, url, v string) {
+func setThreshold(t *testing.T, admin, path, v string) {
 	t.Helper()
-	req, err := http.NewRequest("POST", url, strings.NewReader(v))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("POST %s %s: %d", url, v, resp.StatusCode)
+	if status := adminDo(t, admin, "POST", path, v); status != http.StatusNoContent {
+		t.Fatalf("POST %s %s: %d", path, v, status)
 	}
 }

@@ -145,13 +145,21 @@ func TestDifferentialReachedEndOfTopic(t *testing.T) {
 	real := scenarios.RemoteTarget(t, url, admin)
 	got := endOfTopicTrace(t, sim.URL, sim.Sim.AdminURL(), sim.Topic("end-of-topic"))
 	want := endOfTopicTrace(t, real.URL, admin, real.Topic("end-of-topic"))
+	sameOnBoth(t, want, got)
+}
+
+// realAdmin returns the real broker's admin URL, skipping without one.
+// sameOnBoth fails the test with the difference when the traces of the
+// real broker (want) and of pulsarsim (got) differ, and logs the trace
+// when they do not.
+func sameOnBoth(t *testing.T, want, got []string) {
+	t.Helper()
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("the brokers differ (-real +pulsarsim):\n%s", diff)
 	}
 	t.Logf("both:\n%s", strings.Join(got, "\n"))
 }
 
-// realAdmin returns the real broker's admin URL, skipping without one.
 func realAdmin(t *testing.T) string {
 	admin := strings.TrimSuffix(strings.TrimSpace(os.Getenv("PULSAR_ADMIN_URL")), "/")
 	if admin == "" {
