@@ -196,14 +196,19 @@ func dispatchRateValue(d *broker.DispatchRate) (any, bool) {
 	return dispatchRateOut(*d), true
 }
 
+// decodeDispatchRate reads a dispatch rate's body.
+func decodeDispatchRate(body []byte) (broker.DispatchRate, error) {
+	var j dispatchRateJSON
+	err := decodeBody(body, &j)
+	return broker.DispatchRate{Messages: int(j.Messages), Bytes: int64(j.Bytes),
+		PeriodSeconds: int(j.PeriodSeconds), RelativeToPublishRate: j.RelativeToPublishRate}, err
+}
+
 func dispatchRateEndpoint(field func(*broker.Policies) **broker.DispatchRate) policyEndpoint {
 	return policyEndpoint{
 		value: func(p broker.Policies) (any, bool) { return dispatchRateValue(*field(&p)) },
 		decode: func(body []byte) (func(*broker.Policies), error) {
-			var j dispatchRateJSON
-			err := decodeBody(body, &j)
-			d := broker.DispatchRate{Messages: int(j.Messages), Bytes: int64(j.Bytes),
-				PeriodSeconds: int(j.PeriodSeconds), RelativeToPublishRate: j.RelativeToPublishRate}
+			d, err := decodeDispatchRate(body)
 			return func(p *broker.Policies) { *field(p) = &d }, err
 		},
 		remove:  func(p *broker.Policies) { *field(p) = nil },
@@ -350,6 +355,7 @@ func (s *Server) routePolicies() {
 		s.mux.HandleFunc("DELETE "+topic, s.removeTopicPolicy(p))
 	}
 	s.routeBacklogQuotas()
+	s.routeSubscriptionPolicies()
 }
 
 // answerPolicy answers p's value in pol, or unset (an empty body).

@@ -214,13 +214,13 @@ func TestPoliciesAreCopiesNotShared(t *testing.T) {
 }
 
 // Policies' resolution and copies work field by field through reflection:
-// every field must be a pointer, so that nil can mean unset.
-func TestEveryPolicyFieldIsAPointer(t *testing.T) {
+// every field must be a pointer or a map, so that nil can mean unset.
+func TestEveryPolicyFieldIsAPointerOrAMap(t *testing.T) {
 	typ := reflect.TypeFor[broker.Policies]()
 	for i := range typ.NumField() {
 		f := typ.Field(i)
-		if f.Type.Kind() != reflect.Pointer {
-			t.Errorf("Policies.%s is a %s, want a pointer", f.Name, f.Type)
+		if k := f.Type.Kind(); k != reflect.Pointer && k != reflect.Map {
+			t.Errorf("Policies.%s is a %s, want a pointer or a map", f.Name, f.Type)
 		}
 	}
 }

@@ -10,7 +10,8 @@ import (
 // Dispatch rate limits, as Pulsar 4.0.8 applies them
 // (DispatchRateLimiterAsyncTokenBucketImpl): a topic's dispatch rate
 // (Policies.DispatchRate) is shared by all of its subscriptions, and each
-// subscription has its own (Policies.SubscriptionDispatchRate). Each limit
+// subscription has its own (Policies.SubscriptionDispatchRate, or the one
+// set for it by name in Policies.SubscriptionDispatchRates). Each limit
 // is a bucket of messages and one of bytes, refilled once per rate period
 // and starting full. Before each read the dispatcher takes no more entries
 // than the buckets hold messages and stops at the entry that reaches their
@@ -111,7 +112,11 @@ func (s *Subscription) rateBudgetLocked(now time.Time) *rateBudget {
 	p := t.policiesLocked()
 	ns := now.UnixNano()
 	t.dispatchRate.set(*p.DispatchRate, ns)
-	s.dispatchRate.set(*p.SubscriptionDispatchRate, ns)
+	own, ok := p.SubscriptionDispatchRates[s.name]
+	if !ok {
+		own = *p.SubscriptionDispatchRate
+	}
+	s.dispatchRate.set(own, ns)
 	if !t.dispatchRate.active() && !s.dispatchRate.active() {
 		return nil
 	}

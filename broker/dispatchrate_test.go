@@ -100,3 +100,37 @@ func TestSubscriptionAndTopicDispatchRates(t *testing.T) {
 		t.Fatalf("%d delivered over both subscriptions in one period, want 3", n)
 	}
 }
+
+// A rate set for one subscription by name replaces the topic's
+// subscription dispatch rate for that subscription only.
+func TestOneSubscriptionsOwnDispatchRate(t *testing.T) {
+	b := testkit.Start(t)
+	ctx := testCtx(t)
+	const topic = "persistent://public/default/dispatch-own-rate"
+	b.CreateSubscription(topic, "slow", broker.Earliest)
+	b.CreateSubscription(topic, "other", broker.Earliest)
+	for range 10 {
+		b.Publish(topic, broker.ProducerMessage{Payload: []byte("m")})
+	}
+	b.SetTopicPolicies(topic, broker.Policies{SubscriptionDispatchRate: &broker.DispatchRate{Messages: 4},
+		SubscriptionDispatchRates: map[string]broker.DispatchRate{"slow": {Messages: 1}}})
+	client := b.Client()
+	slow := subscribe(t, client, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "slow"})
+	other := subscribe(t, client, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "other"})
+	receive(t, ctx, slow)
+	receive(t, ctx, other)
+	b.WaitFor(ctx, "one to slow and four to other", func() bool {
+		return sentTo(b, topic, "slow") == 1 && sentTo(b, topic, "other") == 4
+	})
+
+	// Removing the subscription's own rate leaves it the topic's, in a new
+	// and full bucket, as a changed rate does.
+	b.UpdateTopicPolicies(topic, func(p *broker.Policies) { delete(p.SubscriptionDispatchRates, "slow") })
+	b.WaitFor(ctx, "the topic's four to slow at once", func() bool {
+		return sentTo(b, topic, "slow") == 5 && sentTo(b, topic, "other") == 4
+	})
+	b.Advance(time.Second)
+	b.WaitFor(ctx, "four more to each in the next period", func() bool {
+		return sentTo(b, topic, "slow") == 9 && sentTo(b, topic, "other") == 8
+	})
+}

@@ -60,6 +60,12 @@ type Policies struct {
 	// SubscriptionDispatchRate limits what each subscription of the topic
 	// delivers (subscriptionDispatchRate). Default: no limit.
 	SubscriptionDispatchRate *DispatchRate
+	// SubscriptionDispatchRates are the dispatch rates of single
+	// subscriptions, by name (the dispatchRate of Pulsar's per-subscription
+	// topic policies, .../{topic}/{subscription}/dispatchRate): each
+	// replaces SubscriptionDispatchRate for its subscription. Set on topics
+	// only; nil and an empty map both set nothing.
+	SubscriptionDispatchRates map[string]DispatchRate
 	// ReplicatorDispatchRate is replicatorDispatchRate, the limit of what
 	// geo-replication sends to another cluster: stored and served only, as
 	// a standalone replicates nowhere. Default: no limit.
@@ -306,12 +312,24 @@ func (p Policies) Or(fallback Policies) Policies {
 	return out
 }
 
-// clone copies p so that the copy shares no pointer with it.
+// clone copies p so that the copy shares no pointer or map with it. An
+// empty map is cloned as nil: it sets nothing.
 func (p Policies) clone() Policies {
 	out := p
 	v := reflect.ValueOf(&out).Elem()
 	for i := range v.NumField() {
-		if f := v.Field(i); !f.IsNil() {
+		f := v.Field(i)
+		switch {
+		case f.IsNil():
+		case f.Kind() == reflect.Map && f.Len() == 0:
+			f.SetZero()
+		case f.Kind() == reflect.Map:
+			c := reflect.MakeMapWithSize(f.Type(), f.Len())
+			for it := f.MapRange(); it.Next(); {
+				c.SetMapIndex(it.Key(), it.Value())
+			}
+			f.Set(c)
+		default:
 			c := reflect.New(f.Type().Elem())
 			c.Elem().Set(f.Elem())
 			f.Set(c)
