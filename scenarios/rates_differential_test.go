@@ -22,7 +22,8 @@ import (
 // compared: a dispatch limit of N messages per period (a long one) delivers
 // exactly N to a consumer that subscribes after the messages are in, the
 // topic's limit being shared by its subscriptions and each subscription's
-// its own, topic level over namespace level; a SEND that leaves the
+// its own, topic level over namespace level, one subscription's own limit
+// over the topic's subscription limit; a SEND that leaves the
 // publish buckets owing for seconds is accepted, and its connection's next
 // SEND, of any producer on it, is not read within a 1 s send timeout, while
 // another connection's first SEND is accepted all the same.
@@ -134,6 +135,19 @@ func dispatchRateStory(t *testing.T, tg *scenarios.Target, a rateAdmin, client p
 	a.get(topicPath(byTopic) + "/dispatchRate?applied=true")
 	a.note("first subscription (Key_Shared), first period: %d", received(t, client, byTopic, "a", pulsar.KeyShared))
 	a.note("second subscription (Failover), first period: %d", received(t, client, byTopic, "b", pulsar.Failover))
+
+	// A subscription's own limit comes before the topic's subscription
+	// limit, for that subscription only.
+	bySub := "persistent://" + ns + "/by-subscription"
+	status, _ = a.do("PUT", topicPath(bySub), "")
+	a.note("create %s: %d", "by-subscription", status)
+	a.set(topicPath(bySub)+"/dispatchRate", `{"dispatchThrottlingRateInMsg":100,"ratePeriodInSecond":60}`)
+	a.set(topicPath(bySub)+"/subscriptionDispatchRate", `{"dispatchThrottlingRateInMsg":4,"ratePeriodInSecond":60}`)
+	a.set(topicPath(bySub)+"/c/dispatchRate", `{"dispatchThrottlingRateInMsg":2,"ratePeriodInSecond":60}`)
+	tg.Produce(bySub, 20, nil)
+	a.get(topicPath(bySub) + "/d/dispatchRate?applied=true")
+	a.note("subscription with its own limit (Shared), first period: %d", received(t, client, bySub, "c", pulsar.Shared))
+	a.note("subscription without (Shared), first period: %d", received(t, client, bySub, "d", pulsar.Shared))
 }
 
 // sendOutcome describes the outcome of one synchronous send.
