@@ -50,8 +50,10 @@ type Policies struct {
 	// maxUnackedMessagesPerSubscription (maxUnackedMessagesOnSubscription):
 	// a Shared or Key_Shared subscription whose consumers hold this many
 	// unacknowledged messages in all reads no new entries (redeliveries
-	// still go out) until they are under half of it. 0: no limit. Default
-	// 200,000.
+	// still go out) until they are under half of it. The subscription
+	// decides this when its unacked count changes, as Pulsar does, so a
+	// new value takes effect at the next delivery, ack or redelivery. 0: no
+	// limit. Default 200,000.
 	MaxUnackedMessagesPerSubscription *int
 
 	// DispatchRate limits what the topic delivers, over all of its

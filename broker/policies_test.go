@@ -139,3 +139,55 @@ func TestSubscriptionUnackedLimitHoldsBackTheSubscription(t *testing.T) {
 		}
 	}
 }
+
+// A raised subscription-wide limit does not lift the block by itself: as in
+// Pulsar, the subscription decides again when its unacked count next
+// changes, here at an ack. Before that, the whole first read (100 entries)
+// has gone out over the limit of 10.
+func TestRaisedSubscriptionUnackedLimitActsAtTheNextAck(t *testing.T) {
+	b, client := startBroker(t)
+	const topic = "persistent://public/default/sub-unacked-raised"
+	if err := b.CreateTopic(topic); err != nil {
+		t.Fatal(err)
+	}
+	setLimit := func(n int) {
+		t.Helper()
+		if err := b.UpdateTopicPolicies(topic, func(p *broker.Policies) { p.MaxUnackedMessagesPerSubscription = new(n) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setLimit(10)
+	produceUnbatched(t, client, topic, 150, func(i int) *pulsar.ProducerMessage {
+		return &pulsar.ProducerMessage{Payload: []byte{byte(i)}}
+	})
+	cons := subscribe(t, client, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest, ReceiverQueueSize: 1000})
+	ctx := testCtx(t)
+	var first pulsar.Message
+	for i := range 100 {
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			t.Fatalf("message %d of the first read: %v", i, err)
+		}
+		if i == 0 {
+			first = m
+		}
+	}
+	setLimit(1000)
+	s, _ := b.Subscription(topic, "s")
+	unacked := 0
+	for _, c := range s.Consumers {
+		unacked += c.Unacked
+	}
+	if !s.Blocked || unacked != 100 {
+		t.Fatalf("after the raise: blocked %v with %d unacked; want still blocked with 100", s.Blocked, unacked)
+	}
+	if err := cons.Ack(first); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if _, err := cons.Receive(ctx); err != nil {
+			t.Fatalf("message %d after the ack: %v", i, err)
+		}
+	}
+}

@@ -78,13 +78,15 @@ type Dispatcher struct {
 	// Shared/Key_Shared.
 	// totalUnacked is the sum of the consumers' unacked messages;
 	// subBlocked is set while it keeps the subscription from reading new
-	// entries (MaxUnackedPerSubscription).
-	totalUnacked int
-	subBlocked   bool
-	rr           int     // round-robin index into consumers
-	readBuf      []int64 // reused by readShared
-	replay       replayQueue
-	owner        map[int64]*consumer // entry -> consumer whose pending acks hold it
+	// entries (MaxUnackedPerSubscription); oneChangeRunning is set during
+	// a oneChange.
+	totalUnacked     int
+	subBlocked       bool
+	oneChangeRunning bool
+	rr               int     // round-robin index into consumers
+	readBuf          []int64 // reused by readShared
+	replay           replayQueue
+	owner            map[int64]*consumer // entry -> consumer whose pending acks hold it
 	// extra lists the other consumers holding an entry sent again while
 	// pending (duplicate.go); dupNext marks replay entries to replay twice,
 	// again those of the current read, dupMarked those that got a copy.
@@ -246,12 +248,14 @@ func (d *Dispatcher) removeConsumer(id uint64, repick bool) {
 		d.sel.remove(c)
 	}
 	if len(d.consumers) > 0 {
-		for _, e := range sortedKeys(c.pending) {
-			pe := d.removePending(c, e)
-			if !d.cur.IsAcked(e) {
-				d.replay.add(e, pe.hash)
+		d.oneChange(func() {
+			for _, e := range sortedKeys(c.pending) {
+				pe := d.removePending(c, e)
+				if !d.cur.IsAcked(e) {
+					d.replay.add(e, pe.hash)
+				}
 			}
-		}
+		})
 	} else {
 		for e := range c.pending {
 			delete(d.owner, e)

@@ -87,7 +87,7 @@ func TestKeySharedSubscriptionStopsReadingAtItsUnackedLimit(t *testing.T) {
 	}
 }
 
-func TestRaisingTheSubscriptionLimitUnblocksAtOnce(t *testing.T) {
+func TestRaisedSubscriptionLimitUnblocksAtTheNextAck(t *testing.T) {
 	d, log := newTest(t, Shared, func(o *Options) { o.MaxUnackedPerSubscription = 2 })
 	log.add(5, 1, "")
 	mustAdd(t, d, ConsumerSpec{ID: 1})
@@ -97,12 +97,71 @@ func TestRaisingTheSubscriptionLimitUnblocksAtOnce(t *testing.T) {
 	if got := d.Dispatch(log); len(got) != 0 || !d.SubscriptionBlocked() {
 		t.Fatalf("sent %v, blocked %v at the limit", allEntries(got), d.SubscriptionBlocked())
 	}
+	// Pulsar decides the block again only when the count changes.
 	d.SetMaxUnacked(0, -1)
+	if got := d.Dispatch(log); len(got) != 0 || !d.SubscriptionBlocked() {
+		t.Fatalf("sent %v, blocked %v with the limit lifted and nothing acked", allEntries(got), d.SubscriptionBlocked())
+	}
+	d.Ack(0)
 	if d.SubscriptionBlocked() {
-		t.Fatal("still blocked with the limit lifted")
+		t.Fatal("still blocked after an ack with the limit lifted")
 	}
 	if got := d.Dispatch(log); !slices.Equal(allEntries(got), []int64{2, 3, 4}) {
 		t.Fatalf("got %v, want the rest", allEntries(got))
+	}
+}
+
+func TestLoweredSubscriptionLimitBlocksAfterTheNextDelivery(t *testing.T) {
+	d, log := newTest(t, Shared, func(o *Options) { o.MaxUnackedPerSubscription = 10 })
+	log.add(5, 1, "")
+	mustAdd(t, d, ConsumerSpec{ID: 1})
+	d.Flow(1, 100)
+	if got := d.Dispatch(log); len(got) != 5 || d.SubscriptionBlocked() {
+		t.Fatalf("sent %v, blocked %v under the limit", allEntries(got), d.SubscriptionBlocked())
+	}
+	d.SetMaxUnacked(0, 2)
+	if d.SubscriptionBlocked() {
+		t.Fatal("blocked by the limit change itself")
+	}
+	// The next read goes out, and its delivery blocks the subscription.
+	log.add(3, 1, "")
+	if got := d.Dispatch(log); !slices.Equal(allEntries(got), []int64{5, 6, 7}) || !d.SubscriptionBlocked() {
+		t.Fatalf("sent %v, blocked %v; want the read [5 6 7], then blocked", allEntries(got), d.SubscriptionBlocked())
+	}
+}
+
+func TestRedeliveryRequestChangesTheSubscriptionCountInOneStep(t *testing.T) {
+	d, log := newTest(t, Shared, func(o *Options) { o.MaxUnackedPerSubscription = 10 })
+	log.add(8, 1, "")
+	mustAdd(t, d, ConsumerSpec{ID: 1})
+	d.Flow(1, 8)
+	d.Dispatch(log)
+	// Under a limit lowered to 6, 8 held: taking 3 back one at a time would
+	// pass 7 and 6 and block; Pulsar subtracts the 3 at once and lands on 5,
+	// under the limit.
+	d.SetMaxUnacked(0, 6)
+	d.Redeliver(1, []int64{0, 1, 2})
+	if d.SubscriptionBlocked() {
+		t.Fatal("blocked by a redelivery request that left 5 of a limit of 6")
+	}
+}
+
+func TestLeavingConsumerChangesTheSubscriptionCountInOneStep(t *testing.T) {
+	d, log := newTest(t, Shared, func(o *Options) {
+		o.MaxUnackedPerSubscription = 10
+		o.MaxUnackedPerConsumer = -1
+	})
+	log.add(8, 1, "")
+	mustAdd(t, d, ConsumerSpec{ID: 1})
+	d.Flow(1, 3)
+	d.Dispatch(log)
+	mustAdd(t, d, ConsumerSpec{ID: 2})
+	d.Flow(2, 5)
+	d.Dispatch(log)
+	d.SetMaxUnacked(0, 6)
+	d.RemoveConsumer(1)
+	if d.SubscriptionBlocked() {
+		t.Fatal("blocked by a consumer leaving with 3 of 8, which left 5 of a limit of 6")
 	}
 }
 

@@ -22,9 +22,11 @@ func (d *Dispatcher) Redeliver(id uint64, entries []int64) {
 		d.rewindActive(c)
 		return
 	}
-	for _, e := range entries {
-		d.redeliverOne(c, e)
-	}
+	d.oneChange(func() {
+		for _, e := range entries {
+			d.redeliverOne(c, e)
+		}
+	})
 	c.unblock()
 }
 
@@ -40,9 +42,11 @@ func (d *Dispatcher) RedeliverAll(id uint64) {
 		d.rewindActive(c)
 		return
 	}
-	for _, e := range sortedKeys(c.pending) {
-		d.redeliverOne(c, e)
-	}
+	d.oneChange(func() {
+		for _, e := range sortedKeys(c.pending) {
+			d.redeliverOne(c, e)
+		}
+	})
 	c.unblock()
 }
 
