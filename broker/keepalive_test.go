@@ -14,7 +14,9 @@ import (
 )
 
 func TestKeepAliveDropsASilentClientAndKeepsOneThatAnswers(t *testing.T) {
-	b := testkit.Start(t, testkit.WithBroker(broker.WithKeepAlive(50*time.Millisecond)))
+	// An interval long enough that a loaded machine still schedules the
+	// answering goroutine within it.
+	b := testkit.Start(t, testkit.WithBroker(broker.WithKeepAlive(250*time.Millisecond)))
 	silent := dialRaw(t, addrOf(b))
 	silent.connect()
 	answering := dialRaw(t, addrOf(b))
@@ -22,8 +24,8 @@ func TestKeepAliveDropsASilentClientAndKeepsOneThatAnswers(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		// Answer every PING, for a dozen keep-alive intervals.
-		deadline := time.Now().Add(600 * time.Millisecond)
+		// Answer every PING, for six keep-alive intervals.
+		deadline := time.Now().Add(1500 * time.Millisecond)
 		for time.Now().Before(deadline) {
 			answering.nc.SetReadDeadline(deadline)
 			body, err := protocol.ReadFrame(answering.r, nil, 1<<20)
