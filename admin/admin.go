@@ -96,6 +96,10 @@ func (s *Server) routeTopics() {
 	m.HandleFunc("PUT "+topic+"/subscription/{sub}", s.inNamespace(s.createSubscription))
 	m.HandleFunc("DELETE "+topic+"/subscription/{sub}", s.inNamespace(s.deleteSubscription))
 	m.HandleFunc("GET "+topic+"/ledger/{ledger}/entry/{entry}", s.inNamespace(s.messageByID))
+	m.HandleFunc("GET "+topic+"/subscription/{sub}/position/{position}", s.inNamespace(s.peekMessage))
+	m.HandleFunc("GET "+topic+"/examinemessage", s.inNamespace(s.examineMessage))
+	m.HandleFunc("GET "+topic+"/lastMessageId", s.inNamespace(s.lastMessageID))
+	m.HandleFunc("GET "+topic+"/messageid/{timestamp}", s.inNamespace(s.messageIDByTime))
 }
 
 // inNamespace answers a topic request whose namespace does not exist with

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -9,32 +10,57 @@ import (
 	"github.com/pulsarsim/pulsarsim/broker"
 )
 
-// restHeaders renders a stored entry's metadata as the X-Pulsar-* headers of
-// Pulsar's REST API: a batch shows its size (its messages' own metadata is in
-// the body), a single message its key, event time and properties.
+// restHeaders renders a stored entry's metadata as the X-Pulsar-* headers
+// Pulsar 4.0.8's REST API serves with an entry: the entry's own metadata
+// (for a batch, what the producer put on the whole batch, plus its size;
+// its messages' own metadata is in the body).
 func restHeaders(e broker.Entry) http.Header {
 	h := http.Header{}
 	h.Set("X-Pulsar-Message-ID", strconv.FormatInt(e.ID.Ledger, 10)+":"+strconv.FormatInt(e.ID.Entry, 10))
-	h.Set("X-Pulsar-Publish-Time", e.PublishTime.UTC().Format(time.RFC3339Nano))
-	h.Set("X-Pulsar-Producer-Name", e.Producer)
-	h.Set("X-Pulsar-Sequence-Id", strconv.FormatUint(e.SequenceID, 10))
+	props, _ := json.Marshal(e.Properties)
+	if e.Properties == nil {
+		props = []byte("{}")
+	}
+	h.Set("X-Pulsar-PROPERTY", string(props))
+	h.Set("X-Pulsar-publish-time", javaInstant(e.PublishTime))
+	if !e.EventTime.IsZero() {
+		h.Set("X-Pulsar-event-time", javaInstant(e.EventTime))
+	}
 	if e.BatchSize > 0 {
-		h.Set("X-Pulsar-Num-Batch-Message", strconv.Itoa(int(e.BatchSize)))
-		return h
+		h.Set("X-Pulsar-num-batch-message", strconv.Itoa(int(e.BatchSize)))
+		h.Set("X-Pulsar-batch-size", strconv.Itoa(e.FrameSize))
 	}
-	if len(e.Messages) != 1 {
-		return h
+	h.Set("X-Pulsar-Is-Encrypted", strconv.FormatBool(e.Encrypted))
+	h.Set("X-Pulsar-producer-name", e.Producer)
+	h.Set("X-Pulsar-sequence-id", strconv.FormatUint(e.SequenceID, 10))
+	if e.Key != "" {
+		h.Set("X-Pulsar-partition-key", e.Key)
 	}
-	m := e.Messages[0]
-	if m.Key != "" {
-		h.Set("X-Pulsar-Key", m.Key)
+	if e.UncompressedSize >= 0 {
+		h.Set("X-Pulsar-uncompressed-size", strconv.FormatInt(e.UncompressedSize, 10))
 	}
-	if !m.EventTime.IsZero() {
-		h.Set("X-Pulsar-Event-Time", m.EventTime.UTC().Format(time.RFC3339Nano))
-	}
-	if len(m.Properties) > 0 {
-		js, _ := json.Marshal(m.Properties)
-		h.Set("X-Pulsar-Property", string(js))
-	}
+	h.Set("X-Pulsar-txn-uncommitted", "false")
 	return h
+}
+
+// javaInstant formats t as Java's ISO instant format does (Pulsar's REST
+// times): UTC, with the milliseconds only when there are any.
+func javaInstant(t time.Time) string {
+	t = t.UTC()
+	s := t.Format("2006-01-02T15:04:05")
+	if ms := t.Nanosecond() / int(time.Millisecond); ms != 0 {
+		s += fmt.Sprintf(".%03d", ms)
+	}
+	return s + "Z"
+}
+
+// writeEntry answers one stored entry the way Pulsar's REST API does: the
+// (uncompressed) payload as the body, the metadata in X-Pulsar-* headers.
+// Pulsar labels the body application/json whatever it holds.
+func writeEntry(w http.ResponseWriter, e broker.Entry) {
+	for k, v := range restHeaders(e) {
+		w.Header()[k] = v
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(e.Body)
 }

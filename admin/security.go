@@ -220,13 +220,16 @@ func topicAccess(method, path string) access {
 		return access{accessTopic, auth.OpProduce, "PRODUCE"}
 	case method == "GET" && last == "subscriptions":
 		return access{accessTopic, auth.OpConsume, "GET_SUBSCRIPTIONS"}
+	case method == "GET" && (strings.Contains(path, "/position/") || strings.Contains(path, "/ledger/") ||
+		strings.Contains(path, "/messageid/") || last == "examinemessage" || last == "lastMessageId"):
+		// Pulsar checks PEEK_MESSAGES for every read of stored messages
+		// or their ids.
+		return access{accessTopic, auth.OpConsume, "PEEK_MESSAGES"}
 	case strings.Contains(path, "/subscription/{sub}"):
 		if method == "DELETE" {
 			return access{accessTopic, auth.OpConsume, "UNSUBSCRIBE"}
 		}
 		return access{accessTopic, auth.OpConsume, "SUBSCRIBE"}
-	case strings.Contains(path, "/ledger/"):
-		return access{accessTopic, auth.OpConsume, "PEEK_MESSAGES"}
 	}
 	return access{accessTopic, auth.OpAdmin, strings.ToUpper(method) + "_TOPIC"}
 }

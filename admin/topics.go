@@ -190,10 +190,10 @@ func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) {
 	reply(w, nil, err)
 }
 
-// messageByID answers one stored entry the way Pulsar's REST API does: the
-// (uncompressed) payload as the body, the metadata in X-Pulsar-* headers.
+// messageByID answers one stored entry the way Pulsar's REST API does
+// (writeEntry); Pulsar refuses a partitioned topic's name.
 func (s *Server) messageByID(w http.ResponseWriter, r *http.Request) {
-	topic, err := topicFromPath(r)
+	topic, err := s.singleTopic(r, "GetMessageById is not allowed on partitioned-topic")
 	if err != nil {
 		reply(w, nil, err)
 		return
@@ -202,7 +202,7 @@ func (s *Server) messageByID(w http.ResponseWriter, r *http.Request) {
 	entryID, err2 := strconv.ParseInt(r.PathValue("entry"), 10, 64)
 	if err1 != nil || err2 != nil {
 		// Jersey answers a path parameter it cannot convert with 404.
-		reply(w, nil, errStatus(http.StatusNotFound, "Not found: "+r.URL.Path))
+		reply(w, nil, notFound(r))
 		return
 	}
 	e, err := s.b.Entry(topic, broker.MessageID{Ledger: ledger, Entry: entryID})
@@ -210,9 +210,5 @@ func (s *Server) messageByID(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, err)
 		return
 	}
-	for k, v := range restHeaders(e) {
-		w.Header()[k] = v
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	_, _ = w.Write(e.Body)
+	writeEntry(w, e)
 }

@@ -233,6 +233,23 @@ type Entry struct {
 	// batch's messages each framed with its own metadata (as Pulsar's REST
 	// API serves an entry).
 	Body []byte
+	// Key, Properties and EventTime are the entry's own metadata: a single
+	// message's, or what the producer put on a whole batch (pulsar-client-go
+	// puts its first message's key and properties there). EventTime is zero
+	// when unset.
+	Key        string
+	Properties map[string]string
+	EventTime  time.Time
+	// UncompressedSize is the metadata's uncompressed_size, -1 when it has
+	// none.
+	UncompressedSize int64
+	// Encrypted says the producer encrypted the payload (the metadata names
+	// an encryption algorithm or parameter).
+	Encrypted bool
+	// FrameSize is the stored entry's size less its metadata's: the payload
+	// with the checksum and metadata-size fields before it (what Pulsar's
+	// REST API reports as a batch's X-Pulsar-batch-size).
+	FrameSize int
 }
 
 // Entry returns the stored entry of a topic with this id (its batch index is
@@ -259,16 +276,38 @@ func (b *Broker) Entry(topic string, id MessageID) (Entry, error) {
 	if data == nil {
 		return Entry{}, ErrMessageNotFound
 	}
+	return b.openStored(data, eid)
+}
+
+// openStored decodes a stored entry's bytes into an Entry with id eid.
+func (b *Broker) openStored(data []byte, eid MessageID) (Entry, error) {
 	md, body, err := openEntry(data, b.cfg.maxMessageSize)
 	if err != nil {
-		return Entry{}, fmt.Errorf("entry %d:%d: %w", id.Ledger, id.Entry, err)
+		return Entry{}, fmt.Errorf("entry %d:%d: %w", eid.Ledger, eid.Entry, err)
 	}
 	msgs, err := entryMessages(md, body, eid)
 	if err != nil {
-		return Entry{}, fmt.Errorf("entry %d:%d: %w", id.Ledger, id.Entry, err)
+		return Entry{}, fmt.Errorf("entry %d:%d: %w", eid.Ledger, eid.Entry, err)
 	}
 	e := Entry{ID: eid, Producer: md.GetProducerName(), SequenceID: md.GetSequenceId(),
-		PublishTime: time.UnixMilli(int64(md.GetPublishTime())), Messages: msgs, Body: bytes.Clone(body)}
+		PublishTime: time.UnixMilli(int64(md.GetPublishTime())), Messages: msgs, Body: bytes.Clone(body),
+		Key: md.GetPartitionKey(), Properties: map[string]string{}, UncompressedSize: -1,
+		Encrypted: md.EncryptionAlgo != nil || md.EncryptionParam != nil}
+	for _, kv := range md.GetProperties() {
+		e.Properties[kv.GetKey()] = kv.GetValue()
+	}
+	if md.EventTime != nil && md.GetEventTime() != 0 {
+		e.EventTime = time.UnixMilli(int64(md.GetEventTime()))
+	}
+	if md.UncompressedSize != nil {
+		e.UncompressedSize = int64(md.GetUncompressedSize())
+	}
+	if pl, err := protocol.ParsePayload(data); err == nil {
+		e.FrameSize = 4 + len(pl.Body)
+		if pl.HasChecksum {
+			e.FrameSize += 6
+		}
+	}
 	if md.NumMessagesInBatch != nil {
 		e.BatchSize = md.GetNumMessagesInBatch()
 	}
