@@ -93,6 +93,10 @@ func TestAdminRefusesWhatTheRoleMayNotDoWithPulsarsAnswers(t *testing.T) {
 			"Unauthorized to validateTopicOperation for operation [LOOKUP] on topic [persistent://public/default/h1]"},
 		{"stats", "GET", "/admin/v2/persistent/public/default/h1/stats", "", 401,
 			"Unauthorized to validateTopicOperation for operation [GET_STATS] on topic [persistent://public/default/h1]"},
+		{"a role peeks", "GET", "/admin/v2/persistent/public/default/h1/subscription/s/position/1", bearer("bob"), 401,
+			"Unauthorized to validateTopicOperation for operation [PEEK_MESSAGES] on topic [persistent://public/default/h1]"},
+		{"a role asks the last message id", "GET", "/admin/v2/persistent/public/default/h1/lastMessageId", bearer("bob"), 401,
+			"Unauthorized to validateTopicOperation for operation [PEEK_MESSAGES] on topic [persistent://public/default/h1]"},
 		{"a role grants", "POST", "/admin/v2/namespaces/public/default/permissions/x", bearer("bob"), 403,
 			"Unauthorized to validateNamespaceOperation for operation [GRANT_PERMISSION] on namespace [public/default]"},
 	}
