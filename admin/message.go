@@ -14,32 +14,36 @@ import (
 // Pulsar 4.0.8's REST API serves with an entry: the entry's own metadata
 // (for a batch, what the producer put on the whole batch, plus its size;
 // its messages' own metadata is in the body).
+//
+// The names keep Pulsar's spelling (X-Pulsar-PROPERTY, X-Pulsar-publish-time):
+// Pulsar's Java admin client looks some of them up by exact name.
 func restHeaders(e broker.Entry) http.Header {
 	h := http.Header{}
-	h.Set("X-Pulsar-Message-ID", strconv.FormatInt(e.ID.Ledger, 10)+":"+strconv.FormatInt(e.ID.Entry, 10))
+	set := func(k, v string) { h[k] = []string{v} }
+	set("X-Pulsar-Message-ID", strconv.FormatInt(e.ID.Ledger, 10)+":"+strconv.FormatInt(e.ID.Entry, 10))
 	props, _ := json.Marshal(e.Properties)
 	if e.Properties == nil {
 		props = []byte("{}")
 	}
-	h.Set("X-Pulsar-PROPERTY", string(props))
-	h.Set("X-Pulsar-publish-time", javaInstant(e.PublishTime))
+	set("X-Pulsar-PROPERTY", string(props))
+	set("X-Pulsar-publish-time", javaInstant(e.PublishTime))
 	if !e.EventTime.IsZero() {
-		h.Set("X-Pulsar-event-time", javaInstant(e.EventTime))
+		set("X-Pulsar-event-time", javaInstant(e.EventTime))
 	}
 	if e.BatchSize > 0 {
-		h.Set("X-Pulsar-num-batch-message", strconv.Itoa(int(e.BatchSize)))
-		h.Set("X-Pulsar-batch-size", strconv.Itoa(e.FrameSize))
+		set("X-Pulsar-num-batch-message", strconv.Itoa(int(e.BatchSize)))
+		set("X-Pulsar-batch-size", strconv.Itoa(e.FrameSize))
 	}
-	h.Set("X-Pulsar-Is-Encrypted", strconv.FormatBool(e.Encrypted))
-	h.Set("X-Pulsar-producer-name", e.Producer)
-	h.Set("X-Pulsar-sequence-id", strconv.FormatUint(e.SequenceID, 10))
+	set("X-Pulsar-Is-Encrypted", strconv.FormatBool(e.Encrypted))
+	set("X-Pulsar-producer-name", e.Producer)
+	set("X-Pulsar-sequence-id", strconv.FormatUint(e.SequenceID, 10))
 	if e.Key != "" {
-		h.Set("X-Pulsar-partition-key", e.Key)
+		set("X-Pulsar-partition-key", e.Key)
 	}
 	if e.UncompressedSize >= 0 {
-		h.Set("X-Pulsar-uncompressed-size", strconv.FormatInt(e.UncompressedSize, 10))
+		set("X-Pulsar-uncompressed-size", strconv.FormatInt(e.UncompressedSize, 10))
 	}
-	h.Set("X-Pulsar-txn-uncommitted", "false")
+	set("X-Pulsar-txn-uncommitted", "false")
 	return h
 }
 
