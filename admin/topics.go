@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -206,9 +208,31 @@ func (s *Server) messageByID(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e, err := s.b.Entry(topic, broker.MessageID{Ledger: ledger, Entry: entryID})
+	if errors.Is(err, broker.ErrMessageNotFound) {
+		err = beyondLedger(s.b, topic, ledger, entryID)
+	}
 	if err != nil {
 		reply(w, nil, err)
 		return
 	}
 	writeEntry(w, e)
+}
+
+// beyondLedger is Pulsar's answer to a read of an entry that is not
+// stored: the managed ledger's exception, unexpected to the REST handler,
+// for a negative entry or one past the last of the topic's current ledger,
+// else 404 "Message id not found".
+func beyondLedger(b *broker.Broker, topic string, ledger, entry int64) error {
+	last, err := b.LastMessageID(topic)
+	switch {
+	case err != nil || ledger != last.Ledger:
+		return broker.ErrMessageNotFound
+	case entry < 0:
+		const msg = "Incorrect parameter input error code: -14"
+		return unexpected(msg, "org.apache.bookkeeper.mledger.ManagedLedgerException: "+msg)
+	case entry > last.Entry:
+		msg := fmt.Sprintf("LastConfirmedEntry is %d:%d when reading entry %d", last.Ledger, last.Entry, entry)
+		return unexpected(msg, "org.apache.bookkeeper.mledger.ManagedLedgerException: "+msg)
+	}
+	return broker.ErrMessageNotFound
 }

@@ -33,7 +33,13 @@ type peekReader struct {
 	base   string
 	suffix string // the run's unique part of names, left out of the notes
 	notes  []string
+	// lastBody is the body of the last answer.
+	lastBody string
 }
+
+// lcePosition is a ledger id in the managed ledger's "LastConfirmedEntry
+// is L:E" message.
+var lcePosition = regexp.MustCompile(`(LastConfirmedEntry is )-?\d+:`)
 
 var ledgerInID = regexp.MustCompile(`("ledgerId":)-?\d+|^-?\d+(:-?\d+)$`)
 
@@ -59,6 +65,7 @@ func (r *peekReader) getAs(path, label string) http.Header {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	r.lastBody = string(body)
 	var hs []string
 	for k := range resp.Header {
 		lk := strings.ToLower(k)
@@ -78,6 +85,7 @@ func (r *peekReader) getAs(path, label string) http.Header {
 	case resp.StatusCode >= 300:
 		// An unexpected exception's reason up to its first stack frame.
 		first, _, _ := strings.Cut(reason.Reason, "\n\tat ")
+		first = lcePosition.ReplaceAllString(first, "${1}L:")
 		line += fmt.Sprintf(" %q", strings.ReplaceAll(strings.TrimSpace(first), r.suffix, ""))
 	case len(body) > 0 && body[0] == '[':
 		// A list (of subscriptions), in no order on Pulsar.
@@ -201,7 +209,9 @@ func peekStory(t *testing.T, tg *scenarios.Target, base string) []string {
 	r.get(p + "/messageid/x")
 	first := r.get(p + "/subscription/s/position/1").Get("X-Pulsar-Message-ID")
 	ledger, _, _ := strings.Cut(first, ":")
-	r.getAs(p+"/ledger/"+ledger+"/entry/1", p+"/ledger/{first ledger}/entry/1")
+	for _, e := range []string{"1", "99", "-1"} {
+		r.getAs(p+"/ledger/"+ledger+"/entry/"+e, p+"/ledger/{first ledger}/entry/"+e)
+	}
 	peekProduce(t, client, topic, true)
 	r.get(p + "/lastMessageId")
 	five := r.get(p + "/examinemessage").Get("X-Pulsar-publish-time")
@@ -217,6 +227,12 @@ func peekStory(t *testing.T, tg *scenarios.Target, base string) []string {
 	r.do("PUT", empty, "")
 	parts := topicPath(tg.Topic("peek-parts"))
 	r.do("PUT", parts+"/partitions", "2")
+	var lastEmpty struct{ LedgerID int64 }
+	if h := r.get(empty + "/lastMessageId"); h == nil {
+		t.Fatal("no answer")
+	}
+	_ = json.Unmarshal([]byte(r.lastBody), &lastEmpty)
+	r.getAs(fmt.Sprintf("%s/ledger/%d/entry/0", empty, lastEmpty.LedgerID), empty+"/ledger/{its ledger}/entry/0")
 	none := topicPath(tg.Topic("peek-none"))
 	for _, tp := range []string{empty, parts, none} {
 		for _, q := range []string{"/subscription/s/position/1", "/examinemessage", "/lastMessageId", "/messageid/0", "/ledger/1/entry/0"} {
