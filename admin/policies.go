@@ -496,10 +496,8 @@ func (s *Server) getTopicPolicy(p policyEndpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		topic, err := s.policyTopic(r)
 		var pol broker.Policies
-		if err == nil && p.applied && boolParam(r, "applied") {
-			pol, err = s.b.AppliedPolicies(topic)
-		} else if err == nil {
-			pol, err = s.b.TopicPolicies(topic)
+		if err == nil {
+			pol, err = s.policiesOf(topic, p.applied && boolParam(r, "applied"))
 		}
 		if err != nil {
 			reply(w, nil, err)
@@ -507,6 +505,15 @@ func (s *Server) getTopicPolicy(p policyEndpoint) http.HandlerFunc {
 		}
 		answerPolicy(w, p, pol, p.topicUnset)
 	}
+}
+
+// policiesOf returns a topic's own policies, or with applied those in force
+// for it.
+func (s *Server) policiesOf(topic string, applied bool) (broker.Policies, error) {
+	if applied {
+		return s.b.AppliedPolicies(topic)
+	}
+	return s.b.TopicPolicies(topic)
 }
 
 // setTopicPolicy sets a topic's policy. As in Pulsar, a body that does not

@@ -237,10 +237,7 @@ func (s *Server) topicPolicies(r *http.Request) (broker.Policies, error) {
 	if err != nil {
 		return broker.Policies{}, err
 	}
-	if boolParam(r, "applied") {
-		return s.b.AppliedPolicies(topic)
-	}
-	return s.b.TopicPolicies(topic)
+	return s.policiesOf(topic, boolParam(r, "applied"))
 }
 
 // getTopicSchemaStrategy answers the topic's strategy: an empty body when

@@ -54,10 +54,8 @@ func (s *Server) getSubscriptionDispatchRate(w http.ResponseWriter, r *http.Requ
 	topic, err := s.policyTopic(r)
 	var pol broker.Policies
 	applied := boolParam(r, "applied")
-	if err == nil && applied {
-		pol, err = s.b.AppliedPolicies(topic)
-	} else if err == nil {
-		pol, err = s.b.TopicPolicies(topic)
+	if err == nil {
+		pol, err = s.policiesOf(topic, applied)
 	}
 	if err != nil {
 		reply(w, nil, err)

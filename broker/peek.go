@@ -19,19 +19,6 @@ var (
 	ErrBeyondEntries = errors.New("position beyond the topic's entries")
 )
 
-// topicForView returns the loaded topic of this name, or ErrTopicNotFound.
-func (b *Broker) topicForView(topic string) (*Topic, error) {
-	tn, err := ParseTopicName(topic)
-	if err != nil {
-		return nil, err
-	}
-	t := b.lookupTopic(tn.String())
-	if t == nil {
-		return nil, topicNotFound(tn)
-	}
-	return t, nil
-}
-
 // entryLocked returns the bytes and id of entry n of t, nil bytes when it
 // is not stored.
 func (t *Topic) entryLocked(n int64) ([]byte, MessageID) {
@@ -50,7 +37,7 @@ func (t *Topic) entryLocked(n int64) ([]byte, MessageID) {
 // ErrTopicNotFound, or ErrMessageNotFound when the backlog is shorter than
 // n; n must be at least 1.
 func (b *Broker) PeekEntry(topic, sub string, n int) (Entry, error) {
-	t, err := b.topicForView(topic)
+	t, err := b.existingTopic(topic)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -89,7 +76,7 @@ func (b *Broker) PeekEntry(topic, sub string, n int) (Entry, error) {
 // ErrTopicNotFound, ErrNoEntries, or ErrBeyondEntries when n counted back
 // from the last entry passes the first.
 func (b *Broker) ExamineEntry(topic string, fromEarliest bool, n int64) (Entry, error) {
-	t, err := b.topicForView(topic)
+	t, err := b.existingTopic(topic)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -119,7 +106,7 @@ func (b *Broker) ExamineEntry(topic string, fromEarliest bool, n int64) (Entry, 
 // -1 otherwise). A topic with no entry answers entry -1 of its ledger. It
 // fails with ErrTopicNotFound.
 func (b *Broker) LastMessageID(topic string) (MessageID, error) {
-	t, err := b.topicForView(topic)
+	t, err := b.existingTopic(topic)
 	if err != nil {
 		return MessageID{}, err
 	}
@@ -138,7 +125,7 @@ func (b *Broker) LastMessageID(topic string) (MessageID, error) {
 // entry when there is none, as Pulsar's get-message-id by timestamp answers.
 // It fails with ErrTopicNotFound.
 func (b *Broker) MessageIDAtTime(topic string, ms int64) (MessageID, error) {
-	t, err := b.topicForView(topic)
+	t, err := b.existingTopic(topic)
 	if err != nil {
 		return MessageID{}, err
 	}

@@ -3,7 +3,6 @@ package scenarios_test
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -42,10 +41,7 @@ func statusText(status int) string { return fmt.Sprintf("(%d)", status) }
 // with Pulsar's.
 func TestDifferentialClusterEndpoints(t *testing.T) {
 	url := oracleURL(t)
-	realAdmin := os.Getenv("PULSAR_ADMIN_URL")
-	if realAdmin == "" {
-		t.Skip("needs PULSAR_ADMIN_URL")
-	}
+	realAdmin := oracleAdmin(t)
 	sim := scenarios.SimTarget(t)
 	got := clusterAnswers(t, sim.Sim.AdminURL(), sim.URL)
 	want := clusterAnswers(t, realAdmin, url)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -95,10 +94,7 @@ type compactionTrace struct {
 
 func TestDifferentialCompaction(t *testing.T) {
 	url := oracleURL(t)
-	realAdmin := os.Getenv("PULSAR_ADMIN_URL")
-	if realAdmin == "" {
-		t.Skip("set PULSAR_ADMIN_URL to the real Pulsar's admin API")
-	}
+	realAdmin := oracleAdmin(t)
 	sim := scenarios.SimTarget(t)
 	real := scenarios.RemoteTarget(t, url, realAdmin)
 	ns := "public/" + strings.TrimPrefix(real.Topic("cmp"), "persistent://public/default/")
@@ -407,10 +403,7 @@ func compactionStats(t *testing.T, admin, topicPath string) ([]string, float64) 
 // minute. A topic under its threshold is left alone.
 func TestDifferentialCompactionThreshold(t *testing.T) {
 	url := oracleURL(t)
-	realAdmin := os.Getenv("PULSAR_ADMIN_URL")
-	if realAdmin == "" {
-		t.Skip("set PULSAR_ADMIN_URL to the real Pulsar's admin API")
-	}
+	realAdmin := oracleAdmin(t)
 	sim := scenarios.SimTarget(t)
 	real := scenarios.RemoteTarget(t, url, realAdmin)
 	ns := "public/" + strings.TrimPrefix(real.Topic("cth"), "persistent://public/default/")

@@ -254,7 +254,7 @@ func storedTrace(t *testing.T, url, topic string) []string {
 // messages both brokers store.
 func TestDifferentialDeduplication(t *testing.T) {
 	url := oracleURL(t)
-	admin := realAdmin(t)
+	admin := oracleAdmin(t)
 	t.Parallel()
 	sim := scenarios.SimTarget(t)
 	run := fmt.Sprintf("%d", time.Now().UnixNano())
@@ -317,7 +317,7 @@ func goClientDedupTrace(t *testing.T, tg *scenarios.Target, admin, run string) [
 // producer that comes back starts again at 1.
 func TestDifferentialDeduplicationWithTheGoClient(t *testing.T) {
 	url := oracleURL(t)
-	admin := realAdmin(t)
+	admin := oracleAdmin(t)
 	t.Parallel()
 	sim := scenarios.SimTarget(t)
 	run := fmt.Sprintf("%d", time.Now().UnixNano())

@@ -140,7 +140,7 @@ func endOfTopicTrace(t *testing.T, url, admin, topic string) []string {
 // first read past the end of each cursor.
 func TestDifferentialReachedEndOfTopic(t *testing.T) {
 	url := oracleURL(t)
-	admin := realAdmin(t)
+	admin := oracleAdmin(t)
 	sim := scenarios.SimTarget(t)
 	real := scenarios.RemoteTarget(t, url, admin)
 	got := endOfTopicTrace(t, sim.URL, sim.Sim.AdminURL(), sim.Topic("end-of-topic"))
@@ -148,7 +148,8 @@ func TestDifferentialReachedEndOfTopic(t *testing.T) {
 	sameOnBoth(t, want, got)
 }
 
-// realAdmin returns the real broker's admin URL, skipping without one.
+// oracleAdmin returns the real broker's admin URL (PULSAR_ADMIN_URL,
+// without a trailing slash), skipping the test without one.
 // sameOnBoth fails the test with the difference when the traces of the
 // real broker (want) and of pulsarsim (got) differ, and logs the trace
 // when they do not.
@@ -160,12 +161,22 @@ func sameOnBoth(t *testing.T, want, got []string) {
 	t.Logf("both:\n%s", strings.Join(got, "\n"))
 }
 
-func realAdmin(t *testing.T) string {
+func oracleAdmin(t *testing.T) string {
 	admin := strings.TrimSuffix(strings.TrimSpace(os.Getenv("PULSAR_ADMIN_URL")), "/")
 	if admin == "" {
-		t.Skip("needs PULSAR_ADMIN_URL")
+		t.Skip("set PULSAR_ADMIN_URL to the real Pulsar's admin API")
 	}
 	return admin
+}
+
+// sameStoryOnBoth runs story on pulsarsim and on the real broker, each with
+// its admin URL, and compares what it noted (sameOnBoth).
+func sameStoryOnBoth(t *testing.T, story func(t *testing.T, tg *scenarios.Target, admin string) []string) {
+	url, admin := oracleURL(t), oracleAdmin(t)
+	sim := scenarios.SimTarget(t)
+	got := story(t, sim, sim.Sim.AdminURL())
+	want := story(t, scenarios.RemoteTarget(t, url, admin), admin)
+	sameOnBoth(t, want, got)
 }
 
 // consumerSince returns the connectedSince of the consumers of the
@@ -298,7 +309,7 @@ func fmtBool(b bool) string {
 // reconnects; a reader that reads to the end reconnects too.
 func TestDifferentialGoClientAtTheEndOfATerminatedTopic(t *testing.T) {
 	url := oracleURL(t)
-	admin := realAdmin(t)
+	admin := oracleAdmin(t)
 	simTarget := scenarios.SimTarget(t)
 	sim := goClientAtTheEnd(t, simTarget, simTarget.Sim.AdminURL())
 	real := goClientAtTheEnd(t, scenarios.RemoteTarget(t, url, admin), admin)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -95,10 +94,7 @@ func failoverSeek(t *testing.T, tg *scenarios.Target, adminURL, topic string) []
 // standby connected, on both brokers.
 func TestDifferentialFailoverSeekClosesOnlyTheActiveConsumer(t *testing.T) {
 	oracle := oracleURL(t)
-	admin := os.Getenv("PULSAR_ADMIN_URL")
-	if admin == "" {
-		t.Skip("needs PULSAR_ADMIN_URL for the consumers' connection times")
-	}
+	admin := oracleAdmin(t)
 	topic := "persistent://public/default/failover-seek-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	simTarget := scenarios.SimTarget(t)
 	sim := failoverSeek(t, simTarget, simTarget.Sim.AdminURL(), topic)

@@ -79,7 +79,7 @@ func inactiveTopicsTrace(t *testing.T, tg *scenarios.Target, admin string, wait 
 // partitions go. Against the real broker it waits 125 s.
 func TestDifferentialInactiveTopicsAreDeleted(t *testing.T) {
 	url := oracleURL(t)
-	admin := realAdmin(t)
+	admin := oracleAdmin(t)
 	t.Parallel()
 	simTarget := scenarios.SimTarget(t)
 	sim := inactiveTopicsTrace(t, simTarget, simTarget.Sim.AdminURL(), simTarget.Sim.Advance)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -124,10 +123,7 @@ var exactMetrics = map[string]bool{
 // equal, and rates are numbers in Pulsar's format.
 func TestDifferentialMetrics(t *testing.T) {
 	url := oracleURL(t)
-	realAdmin := os.Getenv("PULSAR_ADMIN_URL")
-	if realAdmin == "" {
-		t.Skip("needs PULSAR_ADMIN_URL")
-	}
+	realAdmin := oracleAdmin(t)
 	sim := scenarios.SimTarget(t)
 	real := scenarios.RemoteTarget(t, url, realAdmin)
 	got := meteredTraffic(t, sim, sim.Sim.AdminURL(), sim.Topic("metered"))

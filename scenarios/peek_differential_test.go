@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -243,13 +242,5 @@ func peekStory(t *testing.T, tg *scenarios.Target, base string) []string {
 }
 
 func TestDifferentialPeekExamineAndMessageIDs(t *testing.T) {
-	url := oracleURL(t)
-	admin := os.Getenv("PULSAR_ADMIN_URL")
-	if admin == "" {
-		t.Skip("set PULSAR_ADMIN_URL to the real Pulsar's admin API")
-	}
-	sim := scenarios.SimTarget(t)
-	got := peekStory(t, sim, sim.Sim.AdminURL())
-	want := peekStory(t, scenarios.RemoteTarget(t, url, admin), strings.TrimSuffix(admin, "/"))
-	sameOnBoth(t, want, got)
+	sameStoryOnBoth(t, peekStory)
 }

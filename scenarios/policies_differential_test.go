@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
@@ -230,10 +229,7 @@ func canonicalJSON(t *testing.T, body []byte, nsDoc bool) string {
 // namespace requests to both brokers and compares every answer.
 func TestDifferentialPolicyEndpoints(t *testing.T) {
 	oracleURL(t)
-	realAdmin := os.Getenv("PULSAR_ADMIN_URL")
-	if realAdmin == "" {
-		t.Skip("set PULSAR_ADMIN_URL to the real Pulsar's admin API")
-	}
+	realAdmin := oracleAdmin(t)
 	sim := scenarios.SimTarget(t)
 	ns := "public/" + strings.TrimPrefix(scenarios.RemoteTarget(t, "", "").Topic("pol"), "persistent://public/default/")
 	got := runAdminScript(t, sim.Sim.AdminURL(), ns)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -193,13 +192,5 @@ func quotaStory(t *testing.T, tg *scenarios.Target, admin string) []string {
 
 // TestDifferentialBacklogQuotas runs the quota scenario on both brokers.
 func TestDifferentialBacklogQuotas(t *testing.T) {
-	url := oracleURL(t)
-	admin := os.Getenv("PULSAR_ADMIN_URL")
-	if admin == "" {
-		t.Skip("set PULSAR_ADMIN_URL to the real Pulsar's admin API")
-	}
-	sim := scenarios.SimTarget(t)
-	got := quotaStory(t, sim, sim.Sim.AdminURL())
-	want := quotaStory(t, scenarios.RemoteTarget(t, url, admin), admin)
-	sameOnBoth(t, want, got)
+	sameStoryOnBoth(t, quotaStory)
 }

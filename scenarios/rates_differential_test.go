@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -245,13 +244,5 @@ func rateStory(t *testing.T, tg *scenarios.Target, admin string) []string {
 
 // TestDifferentialRateLimits runs the rate scenarios on both brokers.
 func TestDifferentialRateLimits(t *testing.T) {
-	url := oracleURL(t)
-	admin := os.Getenv("PULSAR_ADMIN_URL")
-	if admin == "" {
-		t.Skip("set PULSAR_ADMIN_URL to the real Pulsar's admin API")
-	}
-	sim := scenarios.SimTarget(t)
-	got := rateStory(t, sim, sim.Sim.AdminURL())
-	want := rateStory(t, scenarios.RemoteTarget(t, url, admin), admin)
-	sameOnBoth(t, want, got)
+	sameStoryOnBoth(t, rateStory)
 }

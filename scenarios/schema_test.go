@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -295,10 +294,7 @@ func TestSchemaEvolutionIsDecidedAsPulsarDecidesIt(t *testing.T) {
 // API's answers and the producers' errors, message included.
 func TestDifferentialSchemaEvolution(t *testing.T) {
 	url := oracleURL(t)
-	realAdmin := os.Getenv("PULSAR_ADMIN_URL")
-	if realAdmin == "" {
-		t.Skip("needs PULSAR_ADMIN_URL")
-	}
+	realAdmin := oracleAdmin(t)
 	sim := scenarios.SimTarget(t)
 	real := scenarios.RemoteTarget(t, url, realAdmin)
 	suffix := fmt.Sprintf("-%d", time.Now().UnixNano())

@@ -3,7 +3,6 @@ package scenarios_test
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -250,13 +249,5 @@ func limitChanges(r *limitRun) {
 // TestDifferentialSubscriptionUnackedLimit runs the subscription-wide
 // unacked limit's story on both brokers.
 func TestDifferentialSubscriptionUnackedLimit(t *testing.T) {
-	url := oracleURL(t)
-	admin := os.Getenv("PULSAR_ADMIN_URL")
-	if admin == "" {
-		t.Skip("set PULSAR_ADMIN_URL to the real Pulsar's admin API")
-	}
-	sim := scenarios.SimTarget(t)
-	got := unackedStory(t, sim, sim.Sim.AdminURL())
-	want := unackedStory(t, scenarios.RemoteTarget(t, url, admin), admin)
-	sameOnBoth(t, want, got)
+	sameStoryOnBoth(t, unackedStory)
 }
