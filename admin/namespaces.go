@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 
@@ -51,10 +52,43 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) {
 	reply(w, list, err)
 }
 
+// namespaceCreation is the part of the policies document a namespace may be
+// created with that pulsarsim keeps: the permissions of auth_policies, on
+// the namespace and on its topics. Pulsar keeps the whole document; the
+// other policies are read past here and set by their own endpoints.
+type namespaceCreation struct {
+	AuthPolicies struct {
+		NamespaceAuth   map[string][]string            `json:"namespace_auth"`
+		DestinationAuth map[string]map[string][]string `json:"destination_auth"`
+	} `json:"auth_policies"`
+}
+
+// createNamespace creates a namespace, with the permissions its body's
+// policies grant (a body that does not parse is a 400 and creates nothing).
 func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {
+	var body namespaceCreation
 	ns, err := namespaceFromPath(r)
 	if err == nil {
+		err = decodeJSON(r, &body)
+	}
+	topics := map[string]broker.TopicName{}
+	for topic := range body.AuthPolicies.DestinationAuth {
+		if err == nil {
+			topics[topic], err = broker.ParseTopicName(topic)
+		}
+	}
+	if err == nil {
 		err = s.b.CreateNamespace(ns)
+	}
+	if err == nil {
+		for role, actions := range body.AuthPolicies.NamespaceAuth {
+			err = errors.Join(err, s.b.GrantNamespacePermission(ns, role, actions))
+		}
+		for topic, grants := range body.AuthPolicies.DestinationAuth {
+			for role, actions := range grants {
+				s.b.GrantTopicPermission(topics[topic], role, actions)
+			}
+		}
 	}
 	reply(w, nil, err)
 }
