@@ -85,6 +85,20 @@ func (c *conn) allowed(tn TopicName, op auth.Operation) bool {
 	return c.b.AllowedTopic(c.role(), tn, op)
 }
 
+// tenantMissing reports whether authorizing this connection's role on tn
+// fails because tn's tenant does not exist. Pulsar looks the tenant up to
+// learn whether a role that is not a super-user administers it, and a
+// missing tenant makes that check fail (a 404 inside the broker) rather than
+// answer no: the command then gets the answer Pulsar gives when authorizing
+// it throws, not its "not authorized" refusal.
+func (c *conn) tenantMissing(tn TopicName) bool {
+	a := c.b.cfg.authz
+	if a == nil || a.IsSuperUser(c.role()) {
+		return false
+	}
+	return !c.b.tenantExists(tn.Tenant)
+}
+
 // failConnection writes an ERROR about the connection straight to the socket,
 // ahead of the closing that follows (the writer's queue is dropped on close).
 func (c *conn) failConnection(code pb.ServerError, msg string) {

@@ -22,6 +22,10 @@ func (c *conn) handleLookup(l *pb.CommandLookupTopic) {
 		c.send(lookupFailed(reqID, pb.ServerError_InvalidTopicName, err.Error()))
 		return
 	}
+	if c.tenantMissing(tn) {
+		c.send(lookupFailed(reqID, pb.ServerError_AuthorizationError, "Exception occurred while trying to authorize lookup"))
+		return
+	}
 	if !c.allowed(tn, auth.OpLookup) {
 		c.send(lookupFailed(reqID, pb.ServerError_AuthorizationError, "Client is not authorized to Lookup"))
 		return
@@ -51,7 +55,8 @@ func (c *conn) handleLookup(l *pb.CommandLookupTopic) {
 // handlePartitionedMetadata answers PARTITIONED_METADATA: N for a partitioned
 // topic, 0 for any other topic, and TopicNotFound (with an empty message, as
 // Pulsar sends) for a missing topic when auto-creation is off, either
-// broker-wide or in the request.
+// broker-wide or in the request. With authorization on, a topic of a tenant
+// that does not exist is TopicNotFound for any role but a super-user's.
 func (c *conn) handlePartitionedMetadata(m *pb.CommandPartitionedTopicMetadata) {
 	resp := &pb.CommandPartitionedTopicMetadataResponse{RequestId: proto.Uint64(m.GetRequestId())}
 	tn, err := ParseTopicName(m.GetTopic())
@@ -61,6 +66,10 @@ func (c *conn) handlePartitionedMetadata(m *pb.CommandPartitionedTopicMetadata) 
 		resp.Response = pb.CommandPartitionedTopicMetadataResponse_Failed.Enum()
 		resp.Error = pb.ServerError_InvalidTopicName.Enum()
 		resp.Message = proto.String(err.Error())
+	case c.tenantMissing(tn):
+		resp.Response = pb.CommandPartitionedTopicMetadataResponse_Failed.Enum()
+		resp.Error = pb.ServerError_TopicNotFound.Enum()
+		resp.Message = proto.String("Tenant or namespace or topic does not exist: " + tn.NamespaceName())
 	case !c.allowed(tn, auth.OpLookup):
 		resp.Response = pb.CommandPartitionedTopicMetadataResponse_Failed.Enum()
 		resp.Error = pb.ServerError_AuthorizationError.Enum()

@@ -235,3 +235,25 @@ func TestNamespaceCreatedWithPermissionsAdmitsItsRoles(t *testing.T) {
 		t.Fatalf("bob, without a grant, produces: %v", err)
 	}
 }
+
+// TestMissingTenantIsTopicNotFoundUnderAuthorization checks, through
+// pulsar-client-go with authorization on, what Pulsar 4.0.8 answers a role
+// that is not a super-user about a topic of a tenant that does not exist:
+// the tenant check of its authorization fails, and the partitioned-metadata
+// request gets TopicNotFound, not AuthorizationError; a tenant that exists
+// still refuses the role without a grant.
+func TestMissingTenantIsTopicNotFoundUnderAuthorization(t *testing.T) {
+	b := testkit.Start(t, testkit.WithTokenAuth(), testkit.WithAuthorization("admin"))
+	alice := b.Client(func(o *pulsar.ClientOptions) {
+		o.Authentication = pulsar.NewAuthenticationToken(b.Token("alice"))
+		o.OperationTimeout = 3 * time.Second
+	})
+	_, err := alice.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://no-such-tenant/ns/t"})
+	if err == nil || !strings.Contains(err.Error(), "TopicNotFound") {
+		t.Fatalf("producer on a missing tenant: %v", err)
+	}
+	_, err = alice.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://public/default/t"})
+	if err == nil || !strings.Contains(err.Error(), "AuthorizationError") {
+		t.Fatalf("producer without a grant on an existing tenant: %v", err)
+	}
+}
