@@ -32,6 +32,7 @@ func (s *Server) routeCluster() {
 	m := s.mux
 	m.HandleFunc("GET /admin/v2/clusters", s.listClusters)
 	m.HandleFunc("GET /admin/v2/clusters/{cluster}", s.inCluster(s.getCluster))
+	m.HandleFunc("PUT /admin/v2/clusters/{cluster}", s.createCluster)
 	m.HandleFunc("GET /admin/v2/clusters/{cluster}/failureDomains", s.inCluster(func(w http.ResponseWriter, r *http.Request) {
 		reply(w, map[string]any{}, nil)
 	}))
@@ -54,6 +55,23 @@ func (s *Server) routeCluster() {
 			m.HandleFunc(method+" "+p, methodNotAllowed)
 		}
 	}
+}
+
+// createCluster answers the creation of the standalone's own cluster with
+// Pulsar's 409, as CI setups that create it first expect; a body that does
+// not parse is a 400 first. pulsarsim serves that one cluster only, so the
+// creation of another is not implemented (Pulsar would create it).
+func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
+	var data map[string]any
+	if err := decodeJSON(r, &data); err != nil {
+		reply(w, nil, err)
+		return
+	}
+	if r.PathValue("cluster") == s.b.ClusterName() {
+		httpError(w, http.StatusConflict, "Cluster already exists")
+		return
+	}
+	httpError(w, http.StatusNotImplemented, "pulsarsim serves one cluster, "+s.b.ClusterName())
 }
 
 // plainOK answers a bare word, as Pulsar answers a String with its JSON

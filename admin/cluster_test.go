@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -15,6 +16,19 @@ func TestClustersListIsExactlyTheStandalone(t *testing.T) {
 	status, body := call(t, base, "GET", "/admin/v2/clusters", "")
 	if status != http.StatusOK || string(body) != `["standalone"]` {
 		t.Fatalf("clusters: %d %q", status, body)
+	}
+}
+
+// CI setups create the standalone cluster before their tests, as on a
+// fresh broker; Pulsar answers 409, the cluster being there already.
+func TestCreatingTheStandaloneClusterIsAConflict(t *testing.T) {
+	_, a, base := startAdmin(t)
+	err := a.Clusters().Create(utils.ClusterData{Name: "standalone", ServiceURL: base})
+	if err == nil || !strings.Contains(err.Error(), "409") || !strings.Contains(err.Error(), "Cluster already exists") {
+		t.Fatalf("creating standalone: %v", err)
+	}
+	if status, _ := call(t, base, "PUT", "/admin/v2/clusters/standalone", "{bad"); status != http.StatusBadRequest {
+		t.Fatalf("a body that does not parse: %d", status)
 	}
 }
 

@@ -32,6 +32,12 @@ func clusterAnswers(t *testing.T, admin, pulsarURL string) []string {
 		}
 		out = append(out, path+" "+strings.TrimSpace(body)+" "+statusText(status))
 	}
+	// CI setups create the standalone cluster first: a conflict; a body
+	// that does not parse is refused first (Jackson's words differ).
+	status, body := adminCall(t, "PUT", admin+"/admin/v2/clusters/standalone", `{"serviceUrl":"http://localhost:8080/"}`)
+	out = append(out, "PUT /admin/v2/clusters/standalone "+body+" "+statusText(status))
+	status, _ = adminCall(t, "PUT", admin+"/admin/v2/clusters/standalone", `{bad`)
+	out = append(out, "PUT /admin/v2/clusters/standalone {bad "+statusText(status))
 	return out
 }
 
