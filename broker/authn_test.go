@@ -97,6 +97,39 @@ func TestUnauthorizedRequestsGetPulsarsAnswersAndTheConnectionStays(t *testing.T
 	c.connectPing() // the connection still works
 }
 
+// Pulsar 4.0.8's authorization looks up the tenant of a role that is not a
+// super-user, and a missing tenant fails the check instead of refusing: the
+// lookup gets the answer of a failed check, partitioned metadata
+// TopicNotFound. A super-user's requests skip the tenant check.
+func TestMissingTenantFailsTheAuthorizationCheck(t *testing.T) {
+	b := testkit.Start(t, testkit.WithTokenAuth(), testkit.WithAuthorization("admin"))
+	const topic = "persistent://no-such-tenant/ns/t"
+	ask := func(role string) (*pb.CommandPartitionedTopicMetadataResponse, *pb.CommandLookupTopicResponse) {
+		c := dialRaw(t, addrOf(b))
+		if resp := c.connectWith("token", []byte(b.Token(role)), true); resp.Connected == nil {
+			t.Fatalf("connect: %v", resp.GetError())
+		}
+		c.send(protocol.Base(pb.BaseCommand_PARTITIONED_METADATA, &pb.CommandPartitionedTopicMetadata{Topic: proto.String(topic), RequestId: proto.Uint64(1)}))
+		pm := c.read().GetPartitionMetadataResponse()
+		c.send(protocol.Base(pb.BaseCommand_LOOKUP, &pb.CommandLookupTopic{Topic: proto.String(topic), RequestId: proto.Uint64(2)}))
+		return pm, c.read().GetLookupTopicResponse()
+	}
+	pm, l := ask("nobody")
+	if pm.GetError() != pb.ServerError_TopicNotFound || pm.GetMessage() != "Tenant or namespace or topic does not exist: no-such-tenant/ns" {
+		t.Errorf("PARTITIONED_METADATA: %v", pm)
+	}
+	if l.GetError() != pb.ServerError_AuthorizationError || l.GetMessage() != "Exception occurred while trying to authorize lookup" {
+		t.Errorf("LOOKUP: %v", l)
+	}
+	pm, l = ask("admin")
+	if pm.GetError() != pb.ServerError_TopicNotFound || pm.GetMessage() != "Namespace not found" {
+		t.Errorf("super-user's PARTITIONED_METADATA: %v", pm)
+	}
+	if l.GetError() != pb.ServerError_TopicNotFound || l.GetMessage() != "Namespace not found" {
+		t.Errorf("super-user's LOOKUP: %v", l)
+	}
+}
+
 func TestLookupNamingAnUnknownListenerFails(t *testing.T) {
 	b := testkit.Start(t, testkit.WithBroker(broker.WithAdvertisedListeners(map[string]broker.AdvertisedListener{
 		"internal": {URL: "pulsar://broker.internal:6650"},
