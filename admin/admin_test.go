@@ -20,11 +20,11 @@ import (
 	"github.com/pulsarsim/pulsarsim/broker"
 )
 
-// startAdmin starts a broker with its admin API and returns both, with a
-// pulsaradmin client for the API.
-func startAdmin(t *testing.T) (*broker.Broker, padmin.Client, string) {
+// serveAdmin starts a broker with these options and its admin API, both
+// closed when the test ends, and returns the broker and the API's URL.
+func serveAdmin(t *testing.T, opts ...broker.Option) (*broker.Broker, string) {
 	t.Helper()
-	b := broker.New()
+	b := broker.New(opts...)
 	if err := b.Listen("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
@@ -33,11 +33,19 @@ func startAdmin(t *testing.T) (*broker.Broker, padmin.Client, string) {
 		srv.Close()
 		b.Close()
 	})
-	a, err := padmin.New(&config.Config{WebServiceURL: srv.URL})
+	return b, srv.URL
+}
+
+// startAdmin starts a broker with its admin API and returns both, with a
+// pulsaradmin client for the API.
+func startAdmin(t *testing.T) (*broker.Broker, padmin.Client, string) {
+	t.Helper()
+	b, url := serveAdmin(t)
+	a, err := padmin.New(&config.Config{WebServiceURL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b, a, srv.URL
+	return b, a, url
 }
 
 func topicName(t *testing.T, s string) utils.TopicName {

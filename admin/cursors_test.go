@@ -3,7 +3,6 @@ package admin_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin/config"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
-	"github.com/pulsarsim/pulsarsim/admin"
 	"github.com/pulsarsim/pulsarsim/broker"
 )
 
@@ -59,16 +57,8 @@ func receiveUntil(t *testing.T, c pulsar.Consumer, want string, n int) {
 
 func TestAdminCursorMovesAreWhatAConsumerReadsNext(t *testing.T) {
 	clk := broker.NewManualClock(time.Now())
-	b := broker.New(broker.WithClock(clk))
-	if err := b.Listen("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(admin.New(b))
-	t.Cleanup(func() {
-		srv.Close()
-		b.Close()
-	})
-	a, err := padmin.New(&config.Config{WebServiceURL: srv.URL})
+	b, url := serveAdmin(t, broker.WithClock(clk))
+	a, err := padmin.New(&config.Config{WebServiceURL: url})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,16 @@ func unexpected(message, exception string) error {
 		"Message: "+message+"\n\nStacktrace:\n\n"+exception+"\n")
 }
 
+// ledgerException is Pulsar's answer when its managed ledger throws at a
+// read the REST handler did not expect to fail.
+func ledgerException(message string) error {
+	return unexpected(message, "org.apache.bookkeeper.mledger.ManagedLedgerException: "+message)
+}
+
+// badLedgerParameter is the managed ledger's message for a position before
+// the first entry.
+const badLedgerParameter = "Incorrect parameter input error code: -14"
+
 // notFound is Jersey's 404 for a path parameter that does not convert.
 func notFound(r *http.Request) error {
 	return errStatus(http.StatusNotFound, "Not found: "+r.URL.Path)
@@ -87,8 +97,7 @@ func (s *Server) examineMessage(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, broker.ErrNoEntries):
 		err = errStatus(http.StatusPreconditionFailed, err.Error())
 	case errors.Is(err, broker.ErrBeyondEntries):
-		const msg = "Incorrect parameter input error code: -14"
-		err = unexpected(msg, "org.apache.bookkeeper.mledger.ManagedLedgerException: "+msg)
+		err = ledgerException(badLedgerParameter)
 	}
 	if err != nil {
 		reply(w, nil, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin/config"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/pulsarsim/pulsarsim/admin"
 	"github.com/pulsarsim/pulsarsim/broker"
 )
 
@@ -27,16 +25,7 @@ var peekEpoch = time.Date(2026, 12, 1, 1, 22, 28, 674_000_000, time.UTC)
 // admin API, and returns both and the API's URL.
 func startPeekAdmin(t *testing.T) (*broker.Broker, string) {
 	t.Helper()
-	b := broker.New(broker.WithClock(broker.NewManualClock(peekEpoch)))
-	if err := b.Listen("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(admin.New(b))
-	t.Cleanup(func() {
-		srv.Close()
-		b.Close()
-	})
-	return b, srv.URL
+	return serveAdmin(t, broker.WithClock(broker.NewManualClock(peekEpoch)))
 }
 
 // answer is an HTTP answer: status, the headers a test looks at, body.

@@ -25,19 +25,10 @@ func startSecured(t *testing.T, anonymous string) (*broker.Broker, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := broker.New(
+	return serveAdmin(t,
 		broker.WithAuthentication(&auth.Authenticator{Token: &auth.TokenVerifier{Secret: testSecret}, Basic: users, AnonymousRole: anonymous}),
 		broker.WithAuthorization("admin"),
 	)
-	if err := b.Listen("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(admin.New(b))
-	t.Cleanup(func() {
-		srv.Close()
-		b.Close()
-	})
-	return b, srv.URL
 }
 
 func bearer(role string) string {

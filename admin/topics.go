@@ -228,11 +228,9 @@ func beyondLedger(b *broker.Broker, topic string, ledger, entry int64) error {
 	case err != nil || ledger != last.Ledger:
 		return broker.ErrMessageNotFound
 	case entry < 0:
-		const msg = "Incorrect parameter input error code: -14"
-		return unexpected(msg, "org.apache.bookkeeper.mledger.ManagedLedgerException: "+msg)
+		return ledgerException(badLedgerParameter)
 	case entry > last.Entry:
-		msg := fmt.Sprintf("LastConfirmedEntry is %d:%d when reading entry %d", last.Ledger, last.Entry, entry)
-		return unexpected(msg, "org.apache.bookkeeper.mledger.ManagedLedgerException: "+msg)
+		return ledgerException(fmt.Sprintf("LastConfirmedEntry is %d:%d when reading entry %d", last.Ledger, last.Entry, entry))
 	}
 	return broker.ErrMessageNotFound
 }
