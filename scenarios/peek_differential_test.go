@@ -211,6 +211,10 @@ func peekStory(t *testing.T, tg *scenarios.Target, base string) []string {
 	for _, e := range []string{"1", "99", "-1"} {
 		r.getAs(p+"/ledger/"+ledger+"/entry/"+e, p+"/ledger/{first ledger}/entry/"+e)
 	}
+	// Publish times have millisecond grain: "five" must be stamped in a
+	// later millisecond than the batch, or messageid/{its publish time}
+	// names the batch on the faster broker and "five" on the slower.
+	time.Sleep(2 * time.Millisecond)
 	peekProduce(t, client, topic, true)
 	r.get(p + "/lastMessageId")
 	five := r.get(p + "/examinemessage").Get("X-Pulsar-publish-time")
