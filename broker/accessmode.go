@@ -35,8 +35,15 @@ type waitingProducer struct {
 // when it waits for the topic. The producers it fences are closed from the
 // broker side.
 func (t *Topic) admitProducerLocked(prod *Producer, req *pb.CommandProducer) (ok, queued bool, refusal *pb.BaseCommand) {
+	// Pulsar's message is its exception's, class name first: the exception
+	// reaches the answer wrapped.
 	refuse := func(code pb.ServerError, format string, args ...any) (bool, bool, *pb.BaseCommand) {
-		return false, false, protocol.ErrorCommand(req.GetRequestId(), code, fmt.Sprintf(format, args...))
+		class := "ProducerFencedException"
+		if code == pb.ServerError_ProducerBusy {
+			class = "ProducerBusyException"
+		}
+		msg := "org.apache.pulsar.broker.service.BrokerServiceException$" + class + ": " + fmt.Sprintf(format, args...)
+		return false, false, protocol.ErrorCommand(req.GetRequestId(), code, msg)
 	}
 	switch req.GetProducerAccessMode() {
 	case pb.ProducerAccessMode_Shared:
@@ -116,21 +123,13 @@ func (t *Topic) dropProducerLocked(p *Producer) {
 
 // closeProducerLocked closes a producer from the broker side: the client gets
 // CLOSE_PRODUCER. The producer leaves its connection's table first, so that
-// the client's PRODUCER that follows creates it anew, not finds it alive.
+// the client's PRODUCER that follows creates it anew, not finds it alive; the
+// connection remembers it for a while (closedproducer.go).
 func (t *Topic) closeProducerLocked(p *Producer) {
 	t.b.emit(Event{Kind: EventProducerClosed, Topic: t.full, Producer: p.Name, Reason: "broker"})
-	p.conn.forgetProducer(p)
+	p.conn.forgetClosedProducer(p)
 	p.conn.send(protocol.Base(pb.BaseCommand_CLOSE_PRODUCER, &pb.CommandCloseProducer{
 		ProducerId: proto.Uint64(p.ID), RequestId: proto.Uint64(minusOne),
 	}))
 	t.dropProducerLocked(p)
-}
-
-// forgetProducer removes a producer from its connection's table.
-func (c *conn) forgetProducer(p *Producer) {
-	c.mu.Lock()
-	if c.producers[p.ID] == p {
-		delete(c.producers, p.ID)
-	}
-	c.mu.Unlock()
 }

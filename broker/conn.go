@@ -85,6 +85,10 @@ type conn struct {
 	producers map[uint64]*Producer
 	consumers map[uint64]*Consumer
 	auth      connectionAuth
+	// closedProducers holds the ids of the producers the broker closed,
+	// with when, so that SENDs the client had in flight are ignored
+	// (closedproducer.go).
+	closedProducers map[uint64]time.Time
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {

@@ -193,13 +193,17 @@ func topicEpoch(p *Producer) *uint64 {
 }
 
 // handleSend stores one SEND as one entry and answers with its receipt. A SEND
-// for a producer id this connection never opened closes the connection, as in
+// for a producer the broker has just closed is ignored; one for any other
+// producer id this connection has not opened closes the connection, as in
 // Pulsar.
 func (c *conn) handleSend(s *pb.CommandSend, payload []byte) bool {
 	c.mu.Lock()
 	prod := c.producers[s.GetProducerId()]
 	c.mu.Unlock()
 	if prod == nil {
+		if c.closedRecently(s.GetProducerId()) {
+			return true
+		}
 		c.log.Info("closing connection: SEND for an unknown producer", "producer_id", s.GetProducerId())
 		return false
 	}
