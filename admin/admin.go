@@ -90,6 +90,8 @@ func (s *Server) routeTopics() {
 	m.HandleFunc("DELETE "+topic+"/partitions", s.deletePartitionedTopic)
 	m.HandleFunc("GET "+topic+"/stats", s.inNamespace(s.topicStats))
 	m.HandleFunc("GET "+topic+"/partitioned-stats", s.inNamespace(s.partitionedStats))
+	m.HandleFunc("GET "+topic+"/internalStats", s.inNamespace(s.topicInternalStats))
+	m.HandleFunc("GET "+topic+"/partitioned-internalStats", s.inNamespace(s.partitionedInternalStats))
 	m.HandleFunc("PUT "+topic+"/unload", s.inNamespace(s.unloadTopic))
 	m.HandleFunc("POST "+topic+"/terminate", s.inNamespace(s.terminateTopic))
 	m.HandleFunc("GET "+topic+"/subscriptions", s.inNamespace(s.listSubscriptions))

@@ -212,7 +212,8 @@ func topicAccess(method, path string) access {
 		return access{accessTopic, auth.OpAdmin, map[string]string{"GET": "GET_PERMISSION", "POST": "GRANT_PERMISSION", "DELETE": "REVOKE_PERMISSION"}[method]}
 	case method == "GET" && last == "partitions":
 		return access{accessTopic, auth.OpLookup, "LOOKUP"}
-	case method == "GET" && (last == "stats" || last == "partitioned-stats" || last == "internalStats"):
+	case method == "GET" && (last == "stats" || last == "partitioned-stats" || last == "internalStats" ||
+		last == "partitioned-internalStats"):
 		return access{accessTopic, auth.OpLookup, "GET_STATS"}
 	case method == "GET" && strings.HasPrefix(path, "/admin/v2/schemas/"):
 		return access{accessTopic, auth.OpLookup, "GET_SCHEMA"}

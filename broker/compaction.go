@@ -230,6 +230,7 @@ func (t *Topic) compactLocked() {
 	}
 	t.view = v
 	if last > s.cur.MarkDelete() {
+		s.cursorWrittenLocked()
 		s.cur.AckCumulative(last)
 	}
 	t.trimLocked()

@@ -200,6 +200,7 @@ func (s *Subscription) applyAckLocked(cs *Consumer, n int64, id *pb.MessageIdDat
 // entry.
 func (s *Subscription) ackEntryLocked(n int64, ackSet []int64, cumulative bool, upTo func(int64)) {
 	t := s.topic
+	s.cursorWrittenLocked()
 	e := t.log.get(n)
 	switch {
 	case cumulative:

@@ -131,6 +131,7 @@ func (t *Topic) markDeleteThroughLocked(s *Subscription, last int64, reason stri
 	if last < first {
 		return
 	}
+	s.cursorWrittenLocked()
 	if s.disp != nil {
 		s.disp.Expire(last)
 	} else {
@@ -156,6 +157,7 @@ func (t *Topic) resetCursorLocked(s *Subscription, target int64) {
 		s.closeConsumersLocked(nil, nil)
 	}
 	s.resetting = false
+	s.cursorWrittenLocked()
 	if s.disp != nil {
 		s.disp.ResetTo(target)
 	} else {

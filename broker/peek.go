@@ -52,6 +52,7 @@ func (b *Broker) PeekEntry(topic, sub string, n int) (Entry, error) {
 	s := t.subs[sub]
 	if s == nil {
 		s = t.newSubscriptionLocked(sub, true, t.log.base-1)
+		s.fromFirst = true
 	}
 	var data []byte
 	var id MessageID

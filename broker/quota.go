@@ -257,6 +257,7 @@ func (t *Topic) skipLocked(s *Subscription, n int64) {
 	if last < first {
 		return
 	}
+	s.cursorWrittenLocked()
 	if s.disp != nil {
 		s.disp.Expire(last)
 	} else {

@@ -48,6 +48,19 @@ type Subscription struct {
 	// endRead is the cursor's read past the last entry (endoftopic.go).
 	endRead endRead
 
+	// created is when the subscription was created (broker clock);
+	// settledAtStart counts the entries its cursor started with as
+	// acknowledged; cursorLedger is the id of the ledger Pulsar would keep
+	// the durable cursor's state in, 0 until the cursor first records an
+	// acknowledgement (internalstats.go).
+	created        time.Time
+	settledAtStart int64
+	cursorLedger   uint64
+	// fromFirst is set for a durable subscription created at the earliest
+	// position: until it reads or acknowledges, Pulsar's cursor reads from
+	// entry -1 of the first ledger.
+	fromFirst bool
+
 	gate connGate // holds back deliveries to slow connections (writebuf.go)
 
 	// pending holds what open transactions acknowledged (txnsub.go), nil
@@ -110,6 +123,9 @@ func (t *Topic) newSubscriptionLocked(name string, durable bool, markDelete int6
 		durable:   durable,
 		cur:       cursor.New(markDelete),
 		consumers: map[uint64]*Consumer{},
+
+		created:        t.b.cfg.clock.Now(),
+		settledAtStart: markDelete + 1,
 	}
 	t.subs[name] = s
 	return s
@@ -298,6 +314,7 @@ func (t *Topic) subscriptionForLocked(c *conn, sub *pb.CommandSubscribe, typ dis
 			return nil, &refusal{pb.ServerError_NotAllowedError, msg}
 		}
 		s = t.newSubscriptionLocked(sub.GetSubscription(), sub.GetDurable(), t.startPosition(sub))
+		s.fromFirst = sub.GetDurable() && sub.GetInitialPosition() == pb.CommandSubscribe_Earliest
 	case s.durable && !sub.GetDurable():
 		return nil, &refusal{pb.ServerError_NotAllowedError, "Durable subscription with the same name already exists."}
 	case !s.durable && sub.GetDurable():

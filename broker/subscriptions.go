@@ -88,7 +88,13 @@ func (b *Broker) CreateSubscription(topic, sub string, at Position) error {
 			t.mu.Unlock()
 			return ErrSubscriptionExists
 		}
-		t.newSubscriptionLocked(sub, true, t.markDeleteForLocked(at))
+		s := t.newSubscriptionLocked(sub, true, t.markDeleteForLocked(at))
+		// Pulsar moves the new cursor to the position asked for, which
+		// records it, as an acknowledgement does, and counts the entries
+		// before it as consumed.
+		s.fromFirst = at.earliest || at.at != nil && at.at.Ledger < 0
+		s.settledAtStart = t.log.base
+		s.cursorWrittenLocked()
 		t.mu.Unlock()
 	}
 	return nil

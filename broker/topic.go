@@ -34,6 +34,9 @@ type Topic struct {
 	// lastActive is when the topic was last seen active, by the broker
 	// clock (inactive.go).
 	lastActive time.Time
+	// created is when the topic, and so its ledger, was created (broker
+	// clock).
+	created time.Time
 	// dedup is the topic's message deduplication (dedup.go).
 	dedup dedup
 
@@ -239,6 +242,7 @@ func (b *Broker) createTopicLocked(tn TopicName) *Topic {
 		producers:  map[*Producer]struct{}{},
 		subs:       map[string]*Subscription{},
 		lastActive: b.cfg.clock.Now(),
+		created:    b.cfg.clock.Now(),
 	}
 	t.mu.events = &b.events
 	b.nextLedger++
