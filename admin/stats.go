@@ -29,6 +29,7 @@ type consumerJSON struct {
 	BlockedConsumerOnUnackedMsgs bool              `json:"blockedConsumerOnUnackedMsgs"`
 	MsgRateOut                   float64           `json:"msgRateOut"`
 	MsgThroughputOut             float64           `json:"msgThroughputOut"`
+	MsgRateRedeliver             float64           `json:"msgRateRedeliver"`
 	MsgOutCounter                int64             `json:"msgOutCounter"`
 	BytesOutCounter              int64             `json:"bytesOutCounter"`
 	Address                      string            `json:"address"`
@@ -137,7 +138,8 @@ func subscriptionDoc(ss broker.SubscriptionStats) subscriptionJSON {
 		out.Consumers = append(out.Consumers, consumerJSON{
 			ConsumerName: c.ConsumerName, AvailablePermits: c.AvailablePermits, UnackedMessages: c.UnackedMessages,
 			BlockedConsumerOnUnackedMsgs: c.BlockedOnUnackedMsgs, MsgRateOut: c.MsgRateOut,
-			MsgThroughputOut: c.MsgThroughputOut, MsgOutCounter: c.MsgOutCounter, BytesOutCounter: c.BytesOutCounter,
+			MsgThroughputOut: c.MsgThroughputOut, MsgRateRedeliver: c.MsgRateRedeliver,
+			MsgOutCounter: c.MsgOutCounter, BytesOutCounter: c.BytesOutCounter,
 			Address: c.Address, ConnectedSince: since(c.ConnectedSince), ClientVersion: c.ClientVersion,
 			Metadata: c.Metadata,
 		})

@@ -309,19 +309,14 @@ func (t *Topic) rewriteBatch(e *entry, keep []bool) *entry {
 func (t *Topic) lastCompactedIDLocked() *pb.MessageIdData {
 	v := &t.view
 	if len(v.pos) == 0 {
-		id := protocol.MessageID(minusOne, minusOne, int32(t.name.Partition))
-		id.Partition = proto.Int32(int32(t.name.Partition))
-		return id
+		return t.lastIDLocked(minusOne, minusOne, -1)
 	}
 	n := v.pos[len(v.pos)-1]
-	id := protocol.MessageID(t.ledger, uint64(n), int32(t.name.Partition))
-	id.Partition = proto.Int32(int32(t.name.Partition))
+	index := int32(-1)
 	if e := v.entries[len(v.entries)-1]; e.batched && e.messages > 1 {
-		if i := lastKeptIndex(e, t.b.cfg.maxMessageSize); i >= 0 {
-			id.BatchIndex = proto.Int32(i)
-		}
+		index = lastKeptIndex(e, t.b.cfg.maxMessageSize)
 	}
-	return id
+	return t.lastIDLocked(t.ledger, uint64(n), index)
 }
 
 // lastKeptIndex returns the index of the last message of batch entry e

@@ -412,7 +412,7 @@ func (c *conn) run(f protocol.Frame) bool {
 	case pb.BaseCommand_GET_LAST_MESSAGE_ID:
 		c.handleGetLastMessageID(cmd.GetLastMessageId)
 	case pb.BaseCommand_CONSUMER_STATS:
-		c.handleConsumerStats(cmd.ConsumerStats)
+		return c.handleConsumerStats(cmd.ConsumerStats)
 	case pb.BaseCommand_GET_TOPICS_OF_NAMESPACE:
 		return c.handleGetTopicsOfNamespace(cmd.GetTopicsOfNamespace)
 	case pb.BaseCommand_GET_SCHEMA:

@@ -23,8 +23,11 @@ type Consumer struct {
 	metadata map[string]string // the consumer's metadata, for stats
 	since    time.Time         // when it subscribed, for stats
 	out      meter             // messages delivered, under the topic's lock
-	bytesOut int64             // under the topic's lock
-	flowed   bool              // it has sent a FLOW, under the topic's lock
+	// redelivered meters the deliveries with a count above 0, under the
+	// topic's lock.
+	redelivered meter
+	bytesOut    int64 // under the topic's lock
+	flowed      bool  // it has sent a FLOW, under the topic's lock
 	// autoConsume: it subscribed with an AUTO_CONSUME schema, which takes
 	// whatever schema the topic has.
 	autoConsume bool
@@ -345,7 +348,8 @@ const minusOne = ^uint64(0)
 func (c *conn) handleGetLastMessageID(g *pb.CommandGetLastMessageId) {
 	cs := c.consumer(g.GetConsumerId())
 	if cs == nil {
-		c.send(protocol.ErrorCommand(g.GetRequestId(), pb.ServerError_ConsumerNotFound, "Consumer not found"))
+		// Pulsar 4.0.8's code for it, with the message of ConsumerNotFound.
+		c.send(protocol.ErrorCommand(g.GetRequestId(), pb.ServerError_MetadataError, "Consumer not found"))
 		return
 	}
 	t := cs.sub.topic
@@ -354,7 +358,8 @@ func (c *conn) handleGetLastMessageID(g *pb.CommandGetLastMessageId) {
 	if cs.readCompacted && t.view.has && t.lastDispatchableLocked() <= t.view.horizon {
 		last = t.lastCompactedIDLocked()
 	}
-	md := protocol.MessageID(t.ledger, uint64(cs.sub.cur.MarkDelete()), int32(t.name.Partition))
+	// Pulsar names the mark-delete position by ledger and entry alone.
+	md := protocol.MessageID(t.ledger, uint64(cs.sub.cur.MarkDelete()), -1)
 	t.mu.Unlock()
 	c.send(protocol.Base(pb.BaseCommand_GET_LAST_MESSAGE_ID_RESPONSE, &pb.CommandGetLastMessageIdResponse{
 		RequestId: proto.Uint64(g.GetRequestId()), LastMessageId: last, ConsumerMarkDeletePosition: md,
@@ -366,43 +371,58 @@ func (c *conn) handleGetLastMessageID(g *pb.CommandGetLastMessageId) {
 func (t *Topic) lastMessageIDLocked() *pb.MessageIdData {
 	n := t.lastDispatchableLocked()
 	if n < 0 {
-		id := protocol.MessageID(minusOne, minusOne, int32(t.name.Partition))
-		id.Partition = proto.Int32(int32(t.name.Partition))
-		return id
+		return t.lastIDLocked(minusOne, minusOne, -1)
 	}
-	id := protocol.MessageID(t.ledger, uint64(n), int32(t.name.Partition))
-	id.Partition = proto.Int32(int32(t.name.Partition))
 	if e := t.log.get(n); e != nil && e.batched {
-		id.BatchIndex = proto.Int32(e.messages - 1)
+		return t.lastIDLocked(t.ledger, uint64(n), e.messages-1)
 	}
+	return t.lastIDLocked(t.ledger, uint64(n), -1)
+}
+
+// lastIDLocked is a last message id as GET_LAST_MESSAGE_ID_RESPONSE carries
+// it: Pulsar sets the partition (-1 for a topic that is not a partition) and
+// the batch index (-1 for an entry that is not a batch) every time.
+func (t *Topic) lastIDLocked(ledger, entry uint64, batchIndex int32) *pb.MessageIdData {
+	id := protocol.MessageID(ledger, entry, -1)
+	id.Partition = proto.Int32(int32(t.name.Partition))
+	id.BatchIndex = proto.Int32(batchIndex)
 	return id
 }
 
-// handleConsumerStats answers CONSUMER_STATS from the dispatcher's snapshot.
-func (c *conn) handleConsumerStats(st *pb.CommandConsumerStats) {
-	resp := &pb.CommandConsumerStatsResponse{RequestId: proto.Uint64(st.GetRequestId())}
+// handleConsumerStats answers CONSUMER_STATS with the consumer's stats, as
+// the admin API shows them, and the dispatcher's counts. Pulsar also sends
+// an expiry and an ack rate, which pulsarsim does not meter. A consumer id
+// the connection does not have closes the connection: Pulsar 4.0.8's
+// handler fails on it (a NullPointerException) and the connection goes.
+func (c *conn) handleConsumerStats(st *pb.CommandConsumerStats) bool {
 	cs := c.consumer(st.GetConsumerId())
 	if cs == nil {
-		resp.ErrorCode = pb.ServerError_ConsumerNotFound.Enum()
-		resp.ErrorMessage = proto.String("Consumer not found")
-	} else {
-		t := cs.sub.topic
-		t.mu.Lock()
-		snap := cs.sub.disp.Snapshot()
-		backlog := cs.sub.cur.Backlog(t.log.end())
-		typ := cs.sub.typ.String()
-		t.mu.Unlock()
-		resp.ConsumerName = proto.String(cs.Name)
-		resp.Type = proto.String(typ)
-		resp.MsgBacklog = proto.Uint64(uint64(backlog))
-		resp.Address = proto.String(c.nc.RemoteAddr().String())
-		for _, sc := range snap.Consumers {
-			if sc.ID == cs.dispID {
-				resp.AvailablePermits = proto.Uint64(uint64(max(sc.Permits, 0)))
-				resp.UnackedMessages = proto.Uint64(uint64(sc.Unacked))
-				resp.BlockedConsumerOnUnackedMsgs = proto.Bool(sc.Blocked)
-			}
+		c.log.Info("closing connection: CONSUMER_STATS for an unknown consumer", "consumer_id", st.GetConsumerId())
+		return false
+	}
+	t := cs.sub.topic
+	t.mu.Lock()
+	snap := cs.sub.disp.Snapshot()
+	backlog := cs.sub.cur.Backlog(t.log.end())
+	typ := cs.sub.typ.String()
+	stats := cs.statsLocked(time.Now())
+	t.mu.Unlock()
+	resp := &pb.CommandConsumerStatsResponse{
+		RequestId:    proto.Uint64(st.GetRequestId()),
+		ConsumerName: proto.String(cs.Name), Type: proto.String(typ), MsgBacklog: proto.Uint64(uint64(backlog)),
+		Address:          proto.String(stats.Address),
+		ConnectedSince:   proto.String(stats.ConnectedSince.UTC().Format(time.RFC3339Nano)),
+		MsgRateOut:       proto.Float64(stats.MsgRateOut),
+		MsgThroughputOut: proto.Float64(stats.MsgThroughputOut),
+		MsgRateRedeliver: proto.Float64(stats.MsgRateRedeliver),
+	}
+	for _, sc := range snap.Consumers {
+		if sc.ID == cs.dispID {
+			resp.AvailablePermits = proto.Uint64(uint64(max(sc.Permits, 0)))
+			resp.UnackedMessages = proto.Uint64(uint64(sc.Unacked))
+			resp.BlockedConsumerOnUnackedMsgs = proto.Bool(sc.Blocked)
 		}
 	}
 	c.send(protocol.Base(pb.BaseCommand_CONSUMER_STATS_RESPONSE, resp))
+	return true
 }

@@ -28,7 +28,8 @@ func (c *conn) handleGetTopicsOfNamespace(g *pb.CommandGetTopicsOfNamespace) boo
 		return true
 	}
 	topics := c.b.TopicsOfNamespace(ns, g.GetMode())
-	resp := &pb.CommandGetTopicsOfNamespaceResponse{RequestId: proto.Uint64(g.GetRequestId())}
+	// Pulsar says whether it filtered the list every time.
+	resp := &pb.CommandGetTopicsOfNamespaceResponse{RequestId: proto.Uint64(g.GetRequestId()), Filtered: proto.Bool(false)}
 	if p := g.GetTopicsPattern(); p != "" {
 		if _, after, found := strings.Cut(p, "://"); found {
 			p = after

@@ -82,12 +82,15 @@ type ConsumerStats struct {
 	BlockedOnUnackedMsgs bool
 	MsgRateOut           float64
 	MsgThroughputOut     float64
-	MsgOutCounter        int64
-	BytesOutCounter      int64
-	Address              string
-	ConnectedSince       time.Time
-	ClientVersion        string
-	Metadata             map[string]string
+	// MsgRateRedeliver counts the messages sent to the consumer again
+	// (with a redelivery count above 0).
+	MsgRateRedeliver float64
+	MsgOutCounter    int64
+	BytesOutCounter  int64
+	Address          string
+	ConnectedSince   time.Time
+	ClientVersion    string
+	Metadata         map[string]string
 }
 
 // TopicStats returns the statistics of a topic or of one partition. The name
@@ -144,6 +147,25 @@ func (t *Topic) statsLocked(now time.Time) TopicStats {
 	return st
 }
 
+// statsLocked builds the part of a consumer's stats that the consumer keeps
+// (the dispatcher keeps permits and unacked counts), under its topic's lock.
+func (c *Consumer) statsLocked(now time.Time) ConsumerStats {
+	cs := ConsumerStats{
+		ConsumerName: c.Name, MsgRateOut: c.out.rate(now), MsgOutCounter: c.out.total,
+		MsgRateRedeliver: c.redelivered.rate(now),
+		BytesOutCounter:  c.bytesOut, Address: statsAddress(c.conn),
+		ConnectedSince: c.since, ClientVersion: c.conn.clientVersion(), Metadata: nonNil(c.metadata),
+	}
+	if c.out.total > 0 {
+		cs.MsgThroughputOut = cs.MsgRateOut * float64(c.bytesOut) / float64(c.out.total)
+	}
+	return cs
+}
+
+// statsAddress is a client's address as Pulsar's stats write it: Java's
+// InetSocketAddress of an address without a host name, "/ip:port".
+func statsAddress(c *conn) string { return "/" + c.nc.RemoteAddr().String() }
+
 // statsLocked builds a producer's stats, under its topic's lock.
 func (p *Producer) statsLocked(now time.Time) PublisherStats {
 	rate := p.in.rate(now)
@@ -154,7 +176,7 @@ func (p *Producer) statsLocked(now time.Time) PublisherStats {
 	return PublisherStats{
 		AccessMode: "Shared", ProducerID: p.ID, ProducerName: p.Name,
 		MsgRateIn: rate, MsgThroughputIn: rate * avg, AverageMsgSize: avg,
-		Address: p.conn.nc.RemoteAddr().String(), ConnectedSince: p.since,
+		Address: statsAddress(p.conn), ConnectedSince: p.since,
 		ClientVersion: p.conn.clientVersion(), Metadata: nonNil(p.metadata),
 	}
 }
@@ -198,14 +220,7 @@ func (s *Subscription) statsLocked(now time.Time) SubscriptionStats {
 	sort.Slice(cons, func(i, j int) bool { return cons[i].dispID < cons[j].dispID })
 	active, hasActive := s.disp.Active()
 	for _, c := range cons {
-		cs := ConsumerStats{
-			ConsumerName: c.Name, MsgRateOut: c.out.rate(now), MsgOutCounter: c.out.total,
-			BytesOutCounter: c.bytesOut, Address: c.conn.nc.RemoteAddr().String(),
-			ConnectedSince: c.since, ClientVersion: c.conn.clientVersion(), Metadata: nonNil(c.metadata),
-		}
-		if c.out.total > 0 {
-			cs.MsgThroughputOut = cs.MsgRateOut * float64(c.bytesOut) / float64(c.out.total)
-		}
+		cs := c.statsLocked(now)
 		if i, ok := byID[c.dispID]; ok {
 			sc := snap.Consumers[i]
 			cs.AvailablePermits = max(sc.Permits, 0)

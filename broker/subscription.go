@@ -528,6 +528,7 @@ func (s *Subscription) dispatchAtLocked(now time.Time) {
 		s.bytesOut += int64(len(e.data))
 		if d.RedeliveryCount > 0 {
 			s.redelivered.add(wall, int64(d.Messages))
+			cons.redelivered.add(wall, int64(d.Messages))
 		}
 		if !t.name.Persistent {
 			// Non-persistent topics keep no acknowledgement state: what is sent
