@@ -2,6 +2,7 @@ package admin
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/pulsarsim/pulsarsim/broker"
@@ -20,6 +21,9 @@ type publisherJSON struct {
 	ConnectedSince  string            `json:"connectedSince"`
 	ClientVersion   string            `json:"clientVersion"`
 	Metadata        map[string]string `json:"metadata"`
+	// SupportsPartialProducer is false: pulsarsim has no partial
+	// producers.
+	SupportsPartialProducer bool `json:"supportsPartialProducer"`
 }
 
 type consumerJSON struct {
@@ -36,6 +40,12 @@ type consumerJSON struct {
 	ConnectedSince               string            `json:"connectedSince"`
 	ClientVersion                string            `json:"clientVersion"`
 	Metadata                     map[string]string `json:"metadata"`
+	MessageAckRate               float64           `json:"messageAckRate"`
+	LastAckedTimestamp           int64             `json:"lastAckedTimestamp"`
+	LastConsumedTimestamp        int64             `json:"lastConsumedTimestamp"`
+	LastConsumedFlowTimestamp    int64             `json:"lastConsumedFlowTimestamp"`
+	LastAckedTime                string            `json:"lastAckedTime"`
+	LastConsumedTime             string            `json:"lastConsumedTime"`
 }
 
 type subscriptionJSON struct {
@@ -54,6 +64,34 @@ type subscriptionJSON struct {
 	ActiveConsumerName               string         `json:"activeConsumerName,omitempty"`
 	IsDurable                        bool           `json:"isDurable"`
 	Consumers                        []consumerJSON `json:"consumers"`
+	subscriptionActivityJSON
+}
+
+// subscriptionActivityJSON is what a subscription counted and when it last
+// did what; the fields of features pulsarsim does not have (replication,
+// entry filters) say they did nothing.
+type subscriptionActivityJSON struct {
+	MessageAckRate                                   float64        `json:"messageAckRate"`
+	EarliestMsgPublishTimeInBacklog                  int64          `json:"earliestMsgPublishTimeInBacklog"`
+	MsgInReplay                                      int64          `json:"msgInReplay"`
+	MsgRateExpired                                   float64        `json:"msgRateExpired"`
+	TotalMsgExpired                                  int64          `json:"totalMsgExpired"`
+	LastExpireTimestamp                              int64          `json:"lastExpireTimestamp"`
+	LastConsumedFlowTimestamp                        int64          `json:"lastConsumedFlowTimestamp"`
+	LastConsumedTimestamp                            int64          `json:"lastConsumedTimestamp"`
+	LastAckedTimestamp                               int64          `json:"lastAckedTimestamp"`
+	LastMarkDeleteAdvancedTimestamp                  int64          `json:"lastMarkDeleteAdvancedTimestamp"`
+	IsReplicated                                     bool           `json:"isReplicated"`
+	Replicated                                       bool           `json:"replicated"`
+	Durable                                          bool           `json:"durable"`
+	AllowOutOfOrderDelivery                          bool           `json:"allowOutOfOrderDelivery"`
+	ConsumersAfterMarkDeletePosition                 map[string]any `json:"consumersAfterMarkDeletePosition"`
+	NonContiguousDeletedMessagesRanges               int            `json:"nonContiguousDeletedMessagesRanges"`
+	NonContiguousDeletedMessagesRangesSerializedSize int64          `json:"nonContiguousDeletedMessagesRangesSerializedSize"`
+	FilterProcessedMsgCount                          int64          `json:"filterProcessedMsgCount"`
+	FilterAcceptedMsgCount                           int64          `json:"filterAcceptedMsgCount"`
+	FilterRejectedMsgCount                           int64          `json:"filterRejectedMsgCount"`
+	FilterRescheduledMsgCount                        int64          `json:"filterRescheduledMsgCount"`
 }
 
 type topicStatsJSON struct {
@@ -79,6 +117,22 @@ type topicStatsJSON struct {
 	// The broker serving the topic (host:port of its web service); not in a
 	// partitioned topic's sum.
 	OwnerBroker string `json:"ownerBroker,omitempty"`
+	topicActivityJSON
+}
+
+// topicActivityJSON holds the topic stats of ranges, waiting producers and
+// backlog age; nothing is offloaded (pulsarsim keeps every entry in memory).
+type topicActivityJSON struct {
+	SystemTopicBytesInCounter                        int64 `json:"systemTopicBytesInCounter"`
+	OldestBacklogMessageAgeSeconds                   int64 `json:"oldestBacklogMessageAgeSeconds"`
+	EarliestMsgPublishTimeInBacklogs                 int64 `json:"earliestMsgPublishTimeInBacklogs"`
+	OffloadedStorageSize                             int64 `json:"offloadedStorageSize"`
+	LastOffloadLedgerID                              int64 `json:"lastOffloadLedgerId"`
+	LastOffloadSuccessTimeStamp                      int64 `json:"lastOffloadSuccessTimeStamp"`
+	LastOffloadFailureTimeStamp                      int64 `json:"lastOffloadFailureTimeStamp"`
+	WaitingPublishers                                int   `json:"waitingPublishers"`
+	NonContiguousDeletedMessagesRanges               int   `json:"nonContiguousDeletedMessagesRanges"`
+	NonContiguousDeletedMessagesRangesSerializedSize int64 `json:"nonContiguousDeletedMessagesRangesSerializedSize"`
 }
 
 type partitionedStatsJSON struct {
@@ -95,11 +149,14 @@ func emptyTopicStats() topicStatsJSON {
 	return topicStatsJSON{
 		Publishers: []publisherJSON{}, Subscriptions: map[string]subscriptionJSON{},
 		Replication: map[string]any{}, Deduplication: "Disabled",
+		topicActivityJSON: topicActivityJSON{OldestBacklogMessageAgeSeconds: -1},
 	}
 }
 
 // topicStatsDoc renders a topic's stats as Pulsar's JSON.
-func topicStatsDoc(st broker.TopicStats) topicStatsJSON {
+// With earliest (getEarliestTimeInBacklog=true) it looks up the publish
+// time of each backlog's oldest entry, as Pulsar does only when asked.
+func topicStatsDoc(st broker.TopicStats, earliest bool) topicStatsJSON {
 	out := emptyTopicStats()
 	out.MsgRateIn, out.MsgRateOut = st.MsgRateIn, st.MsgRateOut
 	out.MsgThroughputIn, out.MsgThroughputOut = st.MsgThroughputIn, st.MsgThroughputOut
@@ -119,7 +176,21 @@ func topicStatsDoc(st broker.TopicStats) topicStatsJSON {
 		})
 	}
 	for name, ss := range st.Subscriptions {
-		out.Subscriptions[name] = subscriptionDoc(ss)
+		sd := subscriptionDoc(ss)
+		if earliest {
+			sd.EarliestMsgPublishTimeInBacklog = ss.EarliestPublishTime
+			if e := ss.EarliestPublishTime; e > 0 && (out.EarliestMsgPublishTimeInBacklogs == 0 || e < out.EarliestMsgPublishTimeInBacklogs) {
+				out.EarliestMsgPublishTimeInBacklogs = e
+			}
+		}
+		out.NonContiguousDeletedMessagesRanges += sd.NonContiguousDeletedMessagesRanges
+		out.NonContiguousDeletedMessagesRangesSerializedSize += sd.NonContiguousDeletedMessagesRangesSerializedSize
+		out.Subscriptions[name] = sd
+	}
+	out.WaitingPublishers = st.WaitingPublishers
+	out.OldestBacklogMessageAgeSeconds = -1
+	if st.OldestBacklogAge >= 0 {
+		out.OldestBacklogMessageAgeSeconds = int64(st.OldestBacklogAge / time.Second)
 	}
 	return out
 }
@@ -133,6 +204,16 @@ func subscriptionDoc(ss broker.SubscriptionStats) subscriptionJSON {
 		MsgOutCounter: ss.MsgOutCounter, BytesOutCounter: ss.BytesOutCounter,
 		ActiveConsumerName: ss.ActiveConsumerName, IsDurable: ss.Durable, Consumers: []consumerJSON{},
 		BlockedSubscriptionOnUnackedMsgs: ss.Blocked,
+		subscriptionActivityJSON: subscriptionActivityJSON{
+			MessageAckRate: ss.MessageAckRate, MsgInReplay: ss.MsgInReplay,
+			MsgRateExpired: ss.MsgRateExpired, TotalMsgExpired: ss.TotalMsgExpired, LastExpireTimestamp: millis(ss.LastExpire),
+			LastConsumedFlowTimestamp: millis(ss.LastConsumedFlow), LastConsumedTimestamp: millis(ss.LastConsumed),
+			LastAckedTimestamp: millis(ss.LastAcked), LastMarkDeleteAdvancedTimestamp: millis(ss.LastMarkDeleteAdvanced),
+			Durable: ss.Durable, AllowOutOfOrderDelivery: ss.AllowOutOfOrderDelivery,
+			ConsumersAfterMarkDeletePosition:                 map[string]any{},
+			NonContiguousDeletedMessagesRanges:               ss.AckedRanges,
+			NonContiguousDeletedMessagesRangesSerializedSize: ss.AckedRangesSize,
+		},
 	}
 	for _, c := range ss.Consumers {
 		out.Consumers = append(out.Consumers, consumerJSON{
@@ -141,7 +222,10 @@ func subscriptionDoc(ss broker.SubscriptionStats) subscriptionJSON {
 			MsgThroughputOut: c.MsgThroughputOut, MsgRateRedeliver: c.MsgRateRedeliver,
 			MsgOutCounter: c.MsgOutCounter, BytesOutCounter: c.BytesOutCounter,
 			Address: c.Address, ConnectedSince: since(c.ConnectedSince), ClientVersion: c.ClientVersion,
-			Metadata: c.Metadata,
+			Metadata: c.Metadata, MessageAckRate: c.MessageAckRate,
+			LastAckedTimestamp:    millis(c.LastAcked),
+			LastConsumedTimestamp: millis(c.LastConsumed), LastConsumedFlowTimestamp: millis(c.LastConsumedFlow),
+			LastAckedTime: javaTime(time.UnixMilli(millis(c.LastAcked))), LastConsumedTime: javaTime(time.UnixMilli(millis(c.LastConsumed))),
 		})
 	}
 	return out
@@ -157,9 +241,12 @@ func (s *Server) topicStats(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, err)
 		return
 	}
-	doc := topicStatsDoc(st)
+	doc := topicStatsDoc(st, trueParam(r, "getEarliestTimeInBacklog"))
 	doc.BacklogQuotaLimitSize, doc.BacklogQuotaLimitTime = s.backlogQuotaLimits(topic)
 	doc.OwnerBroker = s.brokerID(r)
+	if isSystemTopic(topic) {
+		doc.SystemTopicBytesInCounter = doc.BytesInCounter
+	}
 	reply(w, doc, nil)
 }
 
@@ -190,7 +277,7 @@ func (s *Server) partitionedStats(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			continue
 		}
-		doc := topicStatsDoc(st)
+		doc := topicStatsDoc(st, trueParam(r, "getEarliestTimeInBacklog"))
 		doc.BacklogQuotaLimitSize, doc.BacklogQuotaLimitTime = s.backlogQuotaLimits(pn)
 		doc.OwnerBroker = s.brokerID(r)
 		if perPartition {
@@ -217,6 +304,10 @@ func addTopicStats(sum *topicStatsJSON, st topicStatsJSON) {
 	sum.BytesOutCounter += st.BytesOutCounter
 	sum.StorageSize += st.StorageSize
 	sum.BacklogSize += st.BacklogSize
+	sum.WaitingPublishers += st.WaitingPublishers
+	sum.NonContiguousDeletedMessagesRanges += st.NonContiguousDeletedMessagesRanges
+	sum.NonContiguousDeletedMessagesRangesSerializedSize += st.NonContiguousDeletedMessagesRangesSerializedSize
+	sum.OldestBacklogMessageAgeSeconds = max(sum.OldestBacklogMessageAgeSeconds, st.OldestBacklogMessageAgeSeconds)
 	sum.Publishers = append(sum.Publishers, st.Publishers...)
 	for name, ss := range st.Subscriptions {
 		acc := sum.Subscriptions[name]
@@ -232,6 +323,45 @@ func addTopicStats(sum *topicStatsJSON, st topicStatsJSON) {
 		acc.MsgOutCounter += ss.MsgOutCounter
 		acc.BytesOutCounter += ss.BytesOutCounter
 		acc.Consumers = append(append([]consumerJSON{}, acc.Consumers...), ss.Consumers...)
+		addSubscriptionActivity(&acc.subscriptionActivityJSON, ss.subscriptionActivityJSON)
 		sum.Subscriptions[name] = acc
 	}
+}
+
+// millis writes a time as Pulsar's stats do: milliseconds since the epoch,
+// 0 for never.
+func millis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// isSystemTopic reports whether Pulsar counts a topic as a system topic:
+// one of the pulsar/system namespace, or one whose local name starts with
+// "__" (__change_events, transaction buffer snapshots).
+func isSystemTopic(topic string) bool {
+	tn, err := broker.ParseTopicName(topic)
+	if err != nil {
+		return false
+	}
+	return tn.Tenant+"/"+tn.Namespace == "pulsar/system" || strings.HasPrefix(tn.Local, "__")
+}
+
+// addSubscriptionActivity adds one partition's subscription activity to
+// the sum: counts and rates add up, the latest time stays.
+func addSubscriptionActivity(sum *subscriptionActivityJSON, a subscriptionActivityJSON) {
+	sum.MessageAckRate += a.MessageAckRate
+	sum.MsgInReplay += a.MsgInReplay
+	sum.MsgRateExpired += a.MsgRateExpired
+	sum.TotalMsgExpired += a.TotalMsgExpired
+	sum.LastExpireTimestamp = max(sum.LastExpireTimestamp, a.LastExpireTimestamp)
+	sum.LastConsumedFlowTimestamp = max(sum.LastConsumedFlowTimestamp, a.LastConsumedFlowTimestamp)
+	sum.LastConsumedTimestamp = max(sum.LastConsumedTimestamp, a.LastConsumedTimestamp)
+	sum.LastAckedTimestamp = max(sum.LastAckedTimestamp, a.LastAckedTimestamp)
+	sum.LastMarkDeleteAdvancedTimestamp = max(sum.LastMarkDeleteAdvancedTimestamp, a.LastMarkDeleteAdvancedTimestamp)
+	sum.Durable, sum.AllowOutOfOrderDelivery = a.Durable, a.AllowOutOfOrderDelivery
+	sum.ConsumersAfterMarkDeletePosition = map[string]any{}
+	sum.NonContiguousDeletedMessagesRanges += a.NonContiguousDeletedMessagesRanges
+	sum.NonContiguousDeletedMessagesRangesSerializedSize += a.NonContiguousDeletedMessagesRangesSerializedSize
 }

@@ -28,6 +28,11 @@ type Consumer struct {
 	redelivered meter
 	bytesOut    int64 // under the topic's lock
 	flowed      bool  // it has sent a FLOW, under the topic's lock
+	// For stats, under the topic's lock: the messages it acknowledged,
+	// and when (broker clock) it last sent a FLOW, got a message and
+	// acknowledged.
+	acks                              meter
+	lastFlow, lastConsumed, lastAcked time.Time
 	// autoConsume: it subscribed with an AUTO_CONSUME schema, which takes
 	// whatever schema the topic has.
 	autoConsume bool
@@ -97,6 +102,8 @@ func (c *conn) handleFlow(f *pb.CommandFlow) bool {
 				cs.activeNote = nil
 			}
 		}
+		now := c.b.cfg.clock.Now()
+		cs.lastFlow, cs.sub.lastFlow = now, now
 		cs.sub.disp.Flow(cs.dispID, int(f.GetMessagePermits()))
 		cs.sub.dispatchLocked()
 	}
@@ -193,6 +200,15 @@ func (c *conn) handleAck(a *pb.CommandAck) {
 // applyAckLocked applies one message id of an ACK from cs to entry n.
 func (s *Subscription) applyAckLocked(cs *Consumer, n int64, id *pb.MessageIdData, cumulative bool) {
 	s.ackEntryLocked(n, id.GetAckSet(), cumulative, func(e int64) { s.disp.AckCumulative(cs.dispID, e) })
+	now := s.topic.b.cfg.clock.Now()
+	cs.lastAcked, s.lastAcked = now, now
+	msgs := int64(1)
+	if e := s.topic.log.get(n); e != nil && len(id.GetAckSet()) == 0 {
+		msgs = int64(e.messages)
+	}
+	wall := time.Now() // the meters' clock
+	cs.acks.add(wall, msgs)
+	s.acks.add(wall, msgs)
 	// Acks are reported before the deliveries they unblock.
 	s.topic.b.emit(Event{Kind: EventAcked, Topic: s.topic.full, Subscription: s.name, Consumer: cs.Name,
 		ConsumerID: cs.ID, Remote: cs.conn.remote, ID: s.topic.eventID(n), Cumulative: cumulative})
@@ -204,6 +220,7 @@ func (s *Subscription) applyAckLocked(cs *Consumer, n int64, id *pb.MessageIdDat
 func (s *Subscription) ackEntryLocked(n int64, ackSet []int64, cumulative bool, upTo func(int64)) {
 	t := s.topic
 	s.cursorWrittenLocked()
+	defer s.noteMarkDeleteLocked(s.cur.MarkDelete())
 	e := t.log.get(n)
 	switch {
 	case cumulative:

@@ -132,10 +132,18 @@ func (t *Topic) markDeleteThroughLocked(s *Subscription, last int64, reason stri
 		return
 	}
 	s.cursorWrittenLocked()
+	backlog := s.cur.Backlog(t.log.end())
 	if s.disp != nil {
 		s.disp.Expire(last)
 	} else {
 		s.cur.ExpireThrough(last)
+	}
+	s.noteMarkDeleteLocked(first - 1)
+	if reason != "skip" && reason != "clear-backlog" {
+		// An expiry (message TTL, a request, a backlog quota by age):
+		// Pulsar's stats count the entries it acknowledged.
+		s.expired.add(time.Now(), backlog-s.cur.Backlog(t.log.end()))
+		s.lastExpired = t.b.cfg.clock.Now()
 	}
 	t.b.emit(Event{Kind: EventExpired, Topic: t.full, Subscription: s.name, From: t.eventID(first),
 		ID: t.eventID(last), Reason: reason})

@@ -161,3 +161,33 @@ func (s *Subscription) cursorWrittenLocked() {
 	b.nextLedger++
 	b.mu.Unlock()
 }
+
+// noteMarkDeleteLocked notes when the mark-delete position moved past
+// before, for stats.
+func (s *Subscription) noteMarkDeleteLocked(before int64) {
+	if s.cur.MarkDelete() > before {
+		s.lastMDMoved = s.topic.b.cfg.clock.Now()
+	}
+}
+
+// rangesSerializedSize is the size Pulsar's cursor gives its individually
+// deleted ranges when it stores them: each range as a protobuf message of
+// two positions, a position as a ledger id and an entry id (varints).
+func rangesSerializedSize(ledger int64, rs []EntryRange) int64 {
+	pos := func(e int64) int64 { return 2 + varintLen(ledger) + varintLen(e) }
+	var n int64
+	for _, r := range rs {
+		n += 2 + pos(r.From) + 2 + pos(r.To)
+	}
+	return n
+}
+
+// varintLen is the length of v as a protobuf varint (int64 encoding).
+func varintLen(v int64) int64 {
+	u := uint64(v)
+	n := int64(1)
+	for ; u >= 0x80; u >>= 7 {
+		n++
+	}
+	return n
+}

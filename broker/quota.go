@@ -216,13 +216,15 @@ func (t *Topic) oldestTimeLocked() (int64, bool) {
 	return t.log.closeTimeOf(s.cur.MarkDelete() + 1)
 }
 
-// ageQuotaExceededLocked is checkTimeBacklogExceeded.
+// ageQuotaExceededLocked is checkTimeBacklogExceeded. What it measures is
+// kept for the stats' oldestBacklogMessageAgeSeconds.
 func (t *Topic) ageQuotaExceededLocked(p *Policies, now time.Time) bool {
 	limit := p.MessageAgeBacklogQuota.LimitSeconds
 	if limit <= 0 {
 		return false
 	}
 	at, ok := t.oldestTimeLocked()
+	t.oldestAt, t.oldestMeasured = at, ok
 	return ok && now.UnixMilli()-at > int64(limit)*1000
 }
 
@@ -263,6 +265,7 @@ func (t *Topic) skipLocked(s *Subscription, n int64) {
 	} else {
 		s.cur.ExpireThrough(last)
 	}
+	s.noteMarkDeleteLocked(first - 1)
 	t.b.emit(Event{Kind: EventExpired, Topic: t.full, Subscription: s.name, From: t.eventID(first),
 		ID: t.eventID(last), Reason: "backlog-quota"})
 	s.dispatchLocked()

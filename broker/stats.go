@@ -3,6 +3,8 @@ package broker
 import (
 	"sort"
 	"time"
+
+	"github.com/pulsarsim/pulsarsim/dispatch"
 )
 
 // TopicStats is a topic's (or one partition's) statistics, as Pulsar's topic
@@ -30,6 +32,13 @@ type TopicStats struct {
 	// DeduplicationStatus is "Enabled" while the topic deduplicates its
 	// messages, else "Disabled" (Pulsar's deduplicationStatus).
 	DeduplicationStatus string
+	// WaitingPublishers counts the producers waiting for exclusive access.
+	WaitingPublishers int
+	// OldestBacklogAge is the age of the oldest unacknowledged entry of
+	// the slowest subscription, as the last backlog quota check by age
+	// estimated it, counted to now; -1 when no check measured it (no
+	// message_age quota in force, or nothing to measure).
+	OldestBacklogAge time.Duration
 }
 
 // PublisherStats is one producer's part of TopicStats.
@@ -70,6 +79,30 @@ type SubscriptionStats struct {
 	ActiveConsumerName string
 	Durable            bool
 	Consumers          []ConsumerStats // in subscription order
+	// MsgInReplay counts the entries waiting to be delivered again.
+	MsgInReplay int64
+	// MessageAckRate is the messages acknowledged per second.
+	MessageAckRate float64
+	// MsgRateExpired and TotalMsgExpired count the entries expired (by
+	// message TTL, an expire-messages request or a backlog quota by age),
+	// per second and in all; LastExpire is when the last expiry was.
+	MsgRateExpired  float64
+	TotalMsgExpired int64
+	LastExpire      time.Time
+	// When the subscription last got a FLOW, delivered a message, got an
+	// acknowledgement, and moved its mark-delete position (broker clock;
+	// zero for never).
+	LastConsumedFlow, LastConsumed, LastAcked, LastMarkDeleteAdvanced time.Time
+	// AckedRanges counts the ranges of entries acknowledged after the
+	// mark-delete position, and AckedRangesSize the bytes Pulsar's cursor
+	// would store them in.
+	AckedRanges     int
+	AckedRangesSize int64
+	// AllowOutOfOrderDelivery is the Key_Shared consumers' setting.
+	AllowOutOfOrderDelivery bool
+	// EarliestPublishTime is the publish time (ms) of the oldest
+	// unacknowledged entry, 0 without a backlog.
+	EarliestPublishTime int64
 }
 
 // ConsumerStats is one consumer's part of SubscriptionStats.
@@ -91,6 +124,11 @@ type ConsumerStats struct {
 	ConnectedSince   time.Time
 	ClientVersion    string
 	Metadata         map[string]string
+	// MessageAckRate is the messages it acknowledged per second.
+	MessageAckRate float64
+	// When it last sent a FLOW, got a message and acknowledged one
+	// (broker clock; zero for never).
+	LastConsumedFlow, LastConsumed, LastAcked time.Time
 }
 
 // TopicStats returns the statistics of a topic or of one partition. The name
@@ -119,6 +157,11 @@ func (t *Topic) statsLocked(now time.Time) TopicStats {
 		st.MsgInCounter += int64(e.messages)
 	}
 	st.BacklogSize = t.backlogSizeLocked()
+	st.WaitingPublishers = len(t.waiting)
+	st.OldestBacklogAge = -1
+	if t.oldestMeasured {
+		st.OldestBacklogAge = max(t.b.cfg.clock.Now().Sub(time.UnixMilli(t.oldestAt)), 0)
+	}
 	// Freed entries left the storage but still count as published.
 	st.BytesInCounter = st.StorageSize + t.log.freedBytes
 	st.MsgInCounter += t.log.freedMessages
@@ -159,6 +202,8 @@ func (c *Consumer) statsLocked(now time.Time) ConsumerStats {
 	if c.out.total > 0 {
 		cs.MsgThroughputOut = cs.MsgRateOut * float64(c.bytesOut) / float64(c.out.total)
 	}
+	cs.MessageAckRate = c.acks.rate(now)
+	cs.LastConsumedFlow, cs.LastConsumed, cs.LastAcked = c.lastFlow, c.lastConsumed, c.lastAcked
 	return cs
 }
 
@@ -202,6 +247,7 @@ func (s *Subscription) statsLocked(now time.Time) SubscriptionStats {
 		ss.MsgThroughputOut = ss.MsgRateOut * float64(s.bytesOut) / float64(s.out.total)
 	}
 	ss.MsgRateRedeliver = s.redelivered.rate(now)
+	s.activityStatsLocked(&ss, now)
 	ss.MsgDelayed = int64(s.delayedCountLocked())
 	ss.MsgBacklogNoDelayed = max(ss.MsgBacklog-ss.MsgDelayed, 0)
 	if s.disp == nil {
@@ -209,6 +255,8 @@ func (s *Subscription) statsLocked(now time.Time) SubscriptionStats {
 	}
 	snap := s.disp.Snapshot()
 	ss.Blocked = snap.SubscriptionBlocked
+	ss.MsgInReplay = int64(len(snap.Replay))
+	ss.AllowOutOfOrderDelivery = s.typ == dispatch.KeyShared && snap.KeySharedAllowOutOfOrder
 	byID := map[uint64]int{}
 	for i, c := range snap.Consumers {
 		byID[c.ID] = i
@@ -234,6 +282,24 @@ func (s *Subscription) statsLocked(now time.Time) SubscriptionStats {
 		ss.Consumers = append(ss.Consumers, cs)
 	}
 	return ss
+}
+
+// activityStatsLocked adds to ss what the subscription counted: expiries,
+// acknowledgements, the times of its last events, the ranges acknowledged
+// after its mark-delete position and its oldest unacknowledged entry.
+func (s *Subscription) activityStatsLocked(ss *SubscriptionStats, now time.Time) {
+	t := s.topic
+	ss.MessageAckRate = s.acks.rate(now)
+	ss.MsgRateExpired, ss.TotalMsgExpired, ss.LastExpire = s.expired.rate(now), s.expired.total, s.lastExpired
+	ss.LastConsumedFlow, ss.LastConsumed, ss.LastAcked = s.lastFlow, s.lastConsumed, s.lastAcked
+	ss.LastMarkDeleteAdvanced = s.lastMDMoved
+	ranges := entryRanges(s.cur.Acked())
+	ss.AckedRanges, ss.AckedRangesSize = len(ranges), rangesSerializedSize(int64(t.ledger), ranges)
+	if first := s.cur.NextUnacked(s.cur.MarkDelete() + 1); first < t.log.end() {
+		if e := t.log.get(first); e != nil {
+			ss.EarliestPublishTime = int64(e.publishTime)
+		}
+	}
 }
 
 // nonNil returns a copy of m, empty rather than nil.

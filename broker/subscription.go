@@ -73,6 +73,13 @@ type Subscription struct {
 	out         meter // messages delivered, for stats
 	redelivered meter // messages delivered again, for stats
 	bytesOut    int64
+	// For stats: the messages acknowledged and the entries expired (by
+	// message TTL or a request), and when (broker clock) the subscription
+	// last got a FLOW, delivered, was acknowledged, moved its mark-delete
+	// position and expired entries.
+	acks, expired                                  meter
+	lastFlow, lastConsumed, lastAcked, lastMDMoved time.Time
+	lastExpired                                    time.Time
 }
 
 // topicLog adapts a topic's log to dispatch.Log for one subscription: it
@@ -492,6 +499,7 @@ func (s *Subscription) dispatchAtLocked(now time.Time) {
 	}
 	s.announceActiveLocked()
 	var wall time.Time // read once, at the first delivery: the meters' clock
+	var at time.Time   // and the broker clock's time then
 	for _, d := range s.deliveriesLocked(now) {
 		cons := s.consumers[d.Consumer]
 		e := t.log.get(d.Entry)
@@ -521,14 +529,16 @@ func (s *Subscription) dispatchAtLocked(now time.Time) {
 		cons.conn.sendMessage(&msg, e.data)
 		if wall.IsZero() {
 			wall = time.Now()
+			at = t.b.cfg.clock.Now()
 		}
+		cons.lastConsumed, s.lastConsumed = at, at
 		cons.out.add(wall, int64(d.Messages))
 		cons.bytesOut += int64(len(e.data))
 		s.out.add(wall, int64(d.Messages))
 		s.bytesOut += int64(len(e.data))
 		if d.RedeliveryCount > 0 {
-			s.redelivered.add(wall, int64(d.Messages))
 			cons.redelivered.add(wall, int64(d.Messages))
+			s.redelivered.add(wall, int64(d.Messages))
 		}
 		if !t.name.Persistent {
 			// Non-persistent topics keep no acknowledgement state: what is sent

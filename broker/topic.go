@@ -37,6 +37,11 @@ type Topic struct {
 	// created is when the topic, and so its ledger, was created (broker
 	// clock).
 	created time.Time
+	// oldestAt is the publish time (ms) of the oldest unacknowledged entry
+	// as the last backlog quota check by age estimated it, when
+	// oldestMeasured (stats).
+	oldestAt       int64
+	oldestMeasured bool
 	// dedup is the topic's message deduplication (dedup.go).
 	dedup dedup
 
