@@ -81,3 +81,15 @@ func TestTopicsOfNamespaceSayWhetherTheyWereFiltered(t *testing.T) {
 		}
 	}
 }
+
+func TestMessagesNameTheirPartitionMinusOneOnATopicThatIsNotPartitioned(t *testing.T) {
+	b := testkit.Start(t)
+	for topic, want := range map[string]int32{"plain": -1, "parted-partition-3": 3} {
+		c, _ := rawSubscriber(t, b, topic, pb.CommandSubscribe_Shared, 1)
+		c.send(protocol.Base(pb.BaseCommand_FLOW, &pb.CommandFlow{ConsumerId: ptr(uint64(1)), MessagePermits: ptr(uint32(1))}))
+		m := c.read().GetMessage()
+		if m == nil || m.GetMessageId().Partition == nil || m.GetMessageId().GetPartition() != want {
+			t.Fatalf("%s: MESSAGE %v, want its id's partition set to %d", topic, m, want)
+		}
+	}
+}

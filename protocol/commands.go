@@ -141,8 +141,8 @@ func AppendSendReceipt(dst []byte, producerID, sequenceID, highestSequenceID, le
 type Message struct {
 	ConsumerID    uint64
 	Ledger, Entry uint64
-	// Partition is the topic's partition index, -1 (left out) when the
-	// topic is not partitioned.
+	// Partition is the topic's partition index, -1 when the topic is not
+	// partitioned; written either way, as Pulsar writes it.
 	Partition int32
 	// RedeliveryCount is left out when 0.
 	RedeliveryCount uint32
@@ -157,10 +157,8 @@ type Message struct {
 // right after it. The bytes are those AppendPayloadCommand writes for the
 // same command, without building it: a MESSAGE goes out for every delivery.
 func AppendMessage(dst []byte, m *Message, payloadSize int) []byte {
-	idSize := 1 + protowire.SizeVarint(m.Ledger) + 1 + protowire.SizeVarint(m.Entry)
-	if m.Partition >= 0 {
-		idSize += 1 + protowire.SizeVarint(uint64(m.Partition))
-	}
+	idSize := 1 + protowire.SizeVarint(m.Ledger) + 1 + protowire.SizeVarint(m.Entry) +
+		1 + protowire.SizeVarint(uint64(m.Partition))
 	subSize := 1 + protowire.SizeVarint(m.ConsumerID) + 1 + protowire.SizeBytes(idSize)
 	if m.RedeliveryCount > 0 {
 		subSize += 1 + protowire.SizeVarint(uint64(m.RedeliveryCount))
@@ -186,10 +184,8 @@ func AppendMessage(dst []byte, m *Message, payloadSize int) []byte {
 	dst = protowire.AppendVarint(dst, m.Ledger)
 	dst = protowire.AppendTag(dst, 2, protowire.VarintType)
 	dst = protowire.AppendVarint(dst, m.Entry)
-	if m.Partition >= 0 {
-		dst = protowire.AppendTag(dst, 3, protowire.VarintType)
-		dst = protowire.AppendVarint(dst, uint64(m.Partition))
-	}
+	dst = protowire.AppendTag(dst, 3, protowire.VarintType)
+	dst = protowire.AppendVarint(dst, uint64(m.Partition)) // an int32: -1 sign-extended, as protobuf writes it
 	if m.RedeliveryCount > 0 {
 		dst = protowire.AppendTag(dst, 3, protowire.VarintType)
 		dst = protowire.AppendVarint(dst, uint64(m.RedeliveryCount))

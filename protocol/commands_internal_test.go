@@ -59,7 +59,9 @@ func TestAppendMessageMatchesMarshal(t *testing.T) {
 		{ConsumerID: 1 << 62, Ledger: 1, Entry: 5, Partition: 0, AckSet: []int64{-1, 0, 1 << 62}, Epoch: 9},
 		{ConsumerID: 1, Ledger: 1, Entry: 5, Partition: -1, RedeliveryCount: 1 << 31, AckSet: []int64{6}, Epoch: -1},
 	} {
-		msg := &pb.CommandMessage{ConsumerId: proto.Uint64(m.ConsumerID), MessageId: MessageID(m.Ledger, m.Entry, m.Partition)}
+		id := MessageID(m.Ledger, m.Entry, -1)
+		id.Partition = proto.Int32(m.Partition) // -1 included
+		msg := &pb.CommandMessage{ConsumerId: proto.Uint64(m.ConsumerID), MessageId: id}
 		if m.RedeliveryCount > 0 {
 			msg.RedeliveryCount = proto.Uint32(m.RedeliveryCount)
 		}

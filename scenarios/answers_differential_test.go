@@ -66,6 +66,18 @@ func lastMessageID(c *wireClient, consumer uint64, first *pb.MessageIdData) stri
 	return fmt.Sprintf("last %s; mark-delete %s", relativeID(r.LastMessageId, first), md)
 }
 
+// firstMessage gives consumer one permit and describes the id of the
+// MESSAGE that comes, relative to first.
+func firstMessage(c *wireClient, consumer uint64, first *pb.MessageIdData) string {
+	c.send(protocol.Base(pb.BaseCommand_FLOW, &pb.CommandFlow{
+		ConsumerId: proto.Uint64(consumer), MessagePermits: proto.Uint32(1)}))
+	cmd := c.read()
+	if cmd.Message == nil {
+		return describe(cmd)
+	}
+	return relativeID(cmd.Message.MessageId, first)
+}
+
 // consumerStats asks for a consumer's stats and describes the fields both
 // brokers fill alike: values where they are deterministic, the form of the
 // address and the time, the presence of the rates (Pulsar updates them once
@@ -137,12 +149,14 @@ func queryAnswers(t *testing.T, tg *scenarios.Target) []string {
 	out = append(out, "last message id: "+lastMessageID(c, 1, ids[0]))
 	out = append(out, "consumer stats: "+consumerStats(c, 1))
 	out = append(out, "unknown consumer's last message id: "+lastMessageID(c, 9, ids[0]))
+	out = append(out, "message: "+firstMessage(c, 1, ids[0]))
 
 	part := dialWire(t, tg.URL)
 	partition := topic + "-partition-0"
 	pids := part.publish(partition, 1)
 	out = append(out, "partition, subscribe: "+part.subscribe(partition, 2, pb.CommandSubscribe_Shared))
 	out = append(out, "partition, last message id: "+lastMessageID(part, 2, pids[0]))
+	out = append(out, "partition, message: "+firstMessage(part, 2, pids[0]))
 
 	empty := dialWire(t, tg.URL)
 	out = append(out, "empty topic, subscribe: "+empty.subscribe(topic+"-empty", 3, pb.CommandSubscribe_Failover))
@@ -179,7 +193,8 @@ func answerOrClose(c *wireClient) string {
 
 // TestDifferentialQueryAnswers compares, field by field, what both brokers
 // answer to GET_LAST_MESSAGE_ID (a topic, a partition, an empty topic),
-// CONSUMER_STATS and GET_TOPICS_OF_NAMESPACE (with and without a pattern).
+// CONSUMER_STATS and GET_TOPICS_OF_NAMESPACE (with and without a pattern),
+// and the message id of a MESSAGE (a topic, a partition).
 func TestDifferentialQueryAnswers(t *testing.T) {
 	url := oracleURL(t)
 	got := queryAnswers(t, scenarios.SimTarget(t))
