@@ -220,6 +220,14 @@ func internalStatsStory(t *testing.T, tg *scenarios.Target, base string) []strin
 	note("/admin/v2/persistent/public/no-such-ns/t" + suffix + "/internalStats")
 	note("/admin/v2/persistent/pub%20lic/default/t" + suffix + "/internalStats")
 
+	// A terminated topic with two messages and a subscription.
+	ended := tg.Topic("internal-stats-ended")
+	internalStatsSubscribe(t, client, ended, "s", pulsar.Shared, latest).Close()
+	peekProduce(t, client, ended, true)
+	peekProduce(t, client, ended, true)
+	terminate(t, base, ended)
+	notes = append(notes, stableNote(t, base, topicPath(ended)+"/internalStats", suffix))
+
 	// Non-persistent: the persistent topic's name, and a topic with a
 	// subscription and two messages.
 	note("/admin/v2/non-persistent/" + strings.TrimPrefix(topic, "persistent://") + "/internalStats")

@@ -128,8 +128,12 @@ func topicStatsStory(t *testing.T, tg *scenarios.Target, base string) []string {
 	latest := pulsar.SubscriptionPositionLatest
 	shared := internalStatsSubscribe(t, client, topic, "shared", pulsar.Shared, latest)
 	watch := internalStatsSubscribe(t, client, topic, "watch", pulsar.Shared, latest)
-	internalStatsSubscribe(t, client, topic, "idle", pulsar.Shared, latest).Close()
-	internalStatsSubscribe(t, client, topic, "old", pulsar.Shared, latest).Close()
+	// Subscriptions without consumers come from the admin API: a consumer
+	// closed at once may or may not have sent its first FLOW, which the
+	// stats time.
+	p := topicPath(topic)
+	adminJSON(t, http.MethodPut, base+p+"/subscription/idle", nil, nil)
+	adminJSON(t, http.MethodPut, base+p+"/subscription/old", nil, nil)
 	peekProduce(t, client, topic, false)
 	peekProduce(t, client, topic, true)
 	peekProduce(t, client, topic, true)
@@ -145,7 +149,6 @@ func topicStatsStory(t *testing.T, tg *scenarios.Target, base string) []string {
 		t.Fatal(err)
 	}
 	defer prod.Close()
-	p := topicPath(topic)
 	notes := []string{stableStats(t, base, p+"/stats", suffix), stableStats(t, base, p+"/stats?getEarliestTimeInBacklog=true", suffix)}
 
 	// Entries older than a second expire on "old" (publish times are a
