@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,19 @@ var ensemble = regexp.MustCompile(`ensembles=\{0=\[[^\]]*\]\}`)
 
 // ledgerName is the managed ledger's name in a ledger's metadata.
 var ledgerName = regexp.MustCompile(`pulsar/managed-ledger=base64:[A-Za-z0-9+/=]*`)
+
+// customMetadata is the ledger metadata's map of custom entries, which
+// Pulsar writes in its JVM's hash order: it changes from one broker start to
+// the next.
+var customMetadata = regexp.MustCompile(`customMetadata=\{[^}]*\}`)
+
+// sortCustomMetadata writes a customMetadata map's entries in sorted order.
+func sortCustomMetadata(m string) string {
+	inner := strings.TrimSuffix(strings.TrimPrefix(m, "customMetadata={"), "}")
+	entries := strings.Split(inner, ", ")
+	sort.Strings(entries)
+	return "customMetadata={" + strings.Join(entries, ", ") + "}"
+}
 
 // maskInternalStats masks, in a decoded internal stats document, what
 // differs from broker to broker: ledger ids, timestamps, the bookie.
@@ -78,6 +92,7 @@ func maskInternalStats(v any, key string) any {
 				}
 				return "pulsar/managed-ledger=" + string(b)
 			})
+			x = customMetadata.ReplaceAllStringFunc(x, sortCustomMetadata)
 			return ensemble.ReplaceAllString(x, "ensembles={0=[B]}")
 		}
 	}

@@ -79,12 +79,7 @@ func (c *wireClient) read() *pb.BaseCommand {
 // publish sends n messages with producer 1 and returns their ids.
 func (c *wireClient) publish(topic string, n int) []*pb.MessageIdData {
 	c.t.Helper()
-	// A lookup first, as clients do: it makes a real broker load the
-	// topic's bundle.
-	c.send(protocol.Base(pb.BaseCommand_LOOKUP, &pb.CommandLookupTopic{Topic: proto.String(topic), RequestId: proto.Uint64(1)}))
-	if r := c.read(); r.GetLookupTopicResponse().GetResponse() != pb.CommandLookupTopicResponse_Connect {
-		c.t.Fatalf("lookup: %v", r)
-	}
+	c.lookup(topic)
 	c.send(protocol.Base(pb.BaseCommand_PRODUCER, &pb.CommandProducer{
 		Topic: proto.String(topic), ProducerId: proto.Uint64(1), RequestId: proto.Uint64(1),
 	}))
@@ -109,10 +104,23 @@ func (c *wireClient) publish(topic string, n int) []*pb.MessageIdData {
 	return ids
 }
 
-// subscribe attaches consumer id to the subscription "sub" from the earliest
-// message, without permits, and returns the broker's answer.
+// lookup looks topic up, as clients do before they produce or subscribe: it
+// makes a real broker load the topic's bundle (without it, a fresh broker
+// answers ServiceNotReady).
+func (c *wireClient) lookup(topic string) {
+	c.t.Helper()
+	c.send(protocol.Base(pb.BaseCommand_LOOKUP, &pb.CommandLookupTopic{Topic: proto.String(topic), RequestId: proto.Uint64(1)}))
+	if r := c.read(); r.GetLookupTopicResponse().GetResponse() != pb.CommandLookupTopicResponse_Connect {
+		c.t.Fatalf("lookup: %v", r)
+	}
+}
+
+// subscribe looks topic up, attaches consumer id to the subscription "sub"
+// from the earliest message, without permits, and returns the broker's
+// answer.
 func (c *wireClient) subscribe(topic string, id uint64, typ pb.CommandSubscribe_SubType) string {
 	c.t.Helper()
+	c.lookup(topic)
 	c.send(protocol.Base(pb.BaseCommand_SUBSCRIBE, &pb.CommandSubscribe{
 		Topic: proto.String(topic), Subscription: proto.String("sub"), SubType: typ.Enum(),
 		ConsumerId: proto.Uint64(id), RequestId: proto.Uint64(100 + id), InitialPosition: pb.CommandSubscribe_Earliest.Enum(),
