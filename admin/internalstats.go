@@ -241,15 +241,9 @@ func (s *Server) internalStatsError(r *http.Request, topic string, err error) er
 // partitionedInternalStats answers the internal stats of each partition of
 // a partitioned topic.
 func (s *Server) partitionedInternalStats(w http.ResponseWriter, r *http.Request) {
-	topic, err := topicFromPath(r)
+	_, tn, n, err := s.partitionedTopic(r)
 	if err != nil {
 		reply(w, nil, err)
-		return
-	}
-	tn, _ := broker.ParseTopicName(topic)
-	n, err := s.b.PartitionedMetadata(topic)
-	if err != nil || n == 0 {
-		reply(w, nil, errStatus(http.StatusNotFound, "Partitioned Topic "+topic+" not found"))
 		return
 	}
 	out := partitionedInternalStatsJSON{Metadata: partitionsMetadataJSON{Partitions: n}, Partitions: map[string]any{}}

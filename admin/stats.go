@@ -250,18 +250,27 @@ func (s *Server) topicStats(w http.ResponseWriter, r *http.Request) {
 	reply(w, doc, nil)
 }
 
-// partitionedStats sums the stats of a partitioned topic's partitions, and
-// lists each when perPartition is set (the default).
-func (s *Server) partitionedStats(w http.ResponseWriter, r *http.Request) {
+// partitionedTopic names the partitioned topic of the request's path, with
+// its number of partitions; a topic without partitions is Pulsar's 404.
+func (s *Server) partitionedTopic(r *http.Request) (string, broker.TopicName, int, error) {
 	topic, err := topicFromPath(r)
 	if err != nil {
-		reply(w, nil, err)
-		return
+		return "", broker.TopicName{}, 0, err
 	}
 	tn, _ := broker.ParseTopicName(topic)
 	n, err := s.b.PartitionedMetadata(topic)
 	if err != nil || n == 0 {
-		reply(w, nil, errStatus(http.StatusNotFound, "Partitioned Topic "+topic+" not found"))
+		return "", broker.TopicName{}, 0, errStatus(http.StatusNotFound, "Partitioned Topic "+topic+" not found")
+	}
+	return topic, tn, n, nil
+}
+
+// partitionedStats sums the stats of a partitioned topic's partitions, and
+// lists each when perPartition is set (the default).
+func (s *Server) partitionedStats(w http.ResponseWriter, r *http.Request) {
+	topic, tn, n, err := s.partitionedTopic(r)
+	if err != nil {
+		reply(w, nil, err)
 		return
 	}
 	out := partitionedStatsJSON{

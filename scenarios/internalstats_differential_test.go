@@ -99,8 +99,9 @@ func maskInternalStats(v any, key string) any {
 	return v
 }
 
-// internalStatsNote is one answer of the admin API, normalised.
-func internalStatsNote(t *testing.T, base, path, suffix string) string {
+// jsonNote is the JSON answer of a GET of path, put through mask (which
+// gets each value with its key), with the run's suffix left out.
+func jsonNote(t *testing.T, base, path, suffix string, mask func(v any, key string) any) string {
 	t.Helper()
 	resp, err := http.Get(base + path)
 	if err != nil {
@@ -112,20 +113,20 @@ func internalStatsNote(t *testing.T, base, path, suffix string) string {
 	if err := json.Unmarshal(body, &doc); err != nil {
 		t.Fatalf("GET %s: %d %q is not JSON", path, resp.StatusCode, body)
 	}
-	masked, _ := json.Marshal(maskInternalStats(doc, ""))
+	masked, _ := json.Marshal(mask(doc, ""))
 	return fmt.Sprintf("GET %s -> %d %s", strings.ReplaceAll(path, suffix, ""), resp.StatusCode,
 		strings.ReplaceAll(string(masked), suffix, ""))
 }
 
-// stableNote polls a path until two answers in a row agree (the real
-// broker re-arms its cursors' reads after a dispatch on its own time) and
-// returns that answer; 10 s at most.
-func stableNote(t *testing.T, base, path, suffix string) string {
+// settledJSONNote polls path (jsonNote) until two answers in a row agree
+// and returns that answer; 10 s at most. The real broker updates some
+// stats, and re-arms its cursors' reads after a dispatch, on its own time.
+func settledJSONNote(t *testing.T, base, path, suffix string, mask func(v any, key string) any) string {
 	t.Helper()
-	prev := internalStatsNote(t, base, path, suffix)
+	prev := jsonNote(t, base, path, suffix, mask)
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 		time.Sleep(150 * time.Millisecond)
-		now := internalStatsNote(t, base, path, suffix)
+		now := jsonNote(t, base, path, suffix, mask)
 		if now == prev {
 			return now
 		}
@@ -133,6 +134,18 @@ func stableNote(t *testing.T, base, path, suffix string) string {
 	}
 	t.Fatalf("GET %s never settled; last: %s", path, prev)
 	return ""
+}
+
+// internalStatsNote is one internal stats answer, masked.
+func internalStatsNote(t *testing.T, base, path, suffix string) string {
+	t.Helper()
+	return jsonNote(t, base, path, suffix, maskInternalStats)
+}
+
+// stableNote is an internal stats answer once it has settled.
+func stableNote(t *testing.T, base, path, suffix string) string {
+	t.Helper()
+	return settledJSONNote(t, base, path, suffix, maskInternalStats)
 }
 
 // receiveN receives n messages.

@@ -1,9 +1,6 @@
 package scenarios_test
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -82,39 +79,10 @@ func maskStats(v any, key string) any {
 	return v
 }
 
-// statsNote is the masked stats document at path.
-func statsNote(t *testing.T, base, path, suffix string) string {
-	t.Helper()
-	resp, err := http.Get(base + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	var doc any
-	if err := json.Unmarshal(body, &doc); err != nil {
-		t.Fatalf("GET %s: %d %q is not JSON", path, resp.StatusCode, body)
-	}
-	masked, _ := json.Marshal(maskStats(doc, ""))
-	return fmt.Sprintf("GET %s -> %d %s", strings.ReplaceAll(path, suffix, ""), resp.StatusCode,
-		strings.ReplaceAll(string(masked), suffix, ""))
-}
-
-// stableStats polls a stats path until two answers in a row agree (the
-// real broker updates some of them on its own time); 10 s at most.
+// stableStats is the masked stats document at path once it has settled.
 func stableStats(t *testing.T, base, path, suffix string) string {
 	t.Helper()
-	prev := statsNote(t, base, path, suffix)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		time.Sleep(150 * time.Millisecond)
-		now := statsNote(t, base, path, suffix)
-		if now == prev {
-			return now
-		}
-		prev = now
-	}
-	t.Fatalf("GET %s never settled; last: %s", path, prev)
-	return ""
+	return settledJSONNote(t, base, path, suffix, maskStats)
 }
 
 // topicStatsStory produces two singles, a batch and two more singles to a
