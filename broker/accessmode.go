@@ -128,8 +128,10 @@ func (t *Topic) dropProducerLocked(p *Producer) {
 func (t *Topic) closeProducerLocked(p *Producer) {
 	t.b.emit(Event{Kind: EventProducerClosed, Topic: t.full, Producer: p.Name, Reason: "broker"})
 	p.conn.forgetClosedProducer(p)
-	p.conn.send(protocol.Base(pb.BaseCommand_CLOSE_PRODUCER, &pb.CommandCloseProducer{
-		ProducerId: proto.Uint64(p.ID), RequestId: proto.Uint64(minusOne),
-	}))
+	cp := &pb.CommandCloseProducer{ProducerId: proto.Uint64(p.ID), RequestId: proto.Uint64(minusOne)}
+	if to := t.movingTo; to != nil {
+		cp.AssignedBrokerServiceUrl, cp.AssignedBrokerServiceUrlTls = optionalURL(to.url), optionalURL(to.tlsURL)
+	}
+	p.conn.send(protocol.Base(pb.BaseCommand_CLOSE_PRODUCER, cp))
 	t.dropProducerLocked(p)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -14,25 +13,25 @@ import (
 type Broker struct {
 	cfg config
 
-	mu          sync.Mutex
-	ln          net.Listener
-	url         string
-	topics      map[string]*Topic         // by canonical name
-	partitioned map[string]int            // partitioned topic metadata: base name -> partitions
-	schemas     map[string][]storedSchema // by base topic name, version = index
-	// nsPolicies and topicPolicies hold the policies set on a namespace and
-	// on a topic (by base name); policyGen counts their changes (it changes
-	// under mu, and is read without it by topics checking their cached
-	// policies).
-	nsPolicies    map[string]Policies
-	topicPolicies map[string]Policies
-	policyGen     atomic.Uint64
-	done          chan struct{} // closed by Close
-	conns         map[*conn]struct{}
-	nsreg         namespaceRegistry // tenants and namespaces of the admin API
-	nextLedger    uint64
-	nextProd      uint64
-	closed        bool
+	// store is what this broker shares with the other brokers of its
+	// cluster and what outlives it: metadata, ledgers, bundle ownership
+	// (store.go). Its lock, store.mu, is the broker lock of the lock order
+	// (doc.go): it also guards the fields below that say so.
+	*store
+	// node is this broker's place in its cluster: its index and the
+	// incarnation it serves (cluster.go); 0 for a broker of its own.
+	node int
+
+	ln       net.Listener      // under mu
+	url      string            // under mu
+	topics   map[string]*Topic // the topics loaded here, by canonical name (under mu)
+	done     chan struct{}     // closed by Close
+	conns    map[*conn]struct{}
+	nextProd uint64
+	closed   bool
+	// crashed is set when the broker was stopped without a goodbye (under
+	// mu): its topics are fenced, and its connections were cut.
+	crashed bool
 
 	wg sync.WaitGroup
 	// acceptErr is the error that made a listener stop accepting (under mu).
@@ -43,11 +42,6 @@ type Broker struct {
 	txns   transactions
 
 	events eventQueue
-
-	// secmu guards sec, the tenant admin roles and permissions; it is a leaf
-	// lock (nothing else is taken while holding it).
-	secmu sync.Mutex
-	sec   securityPolicies
 
 	tlsLn  net.Listener // the pulsar+ssl:// listener, if any (under mu)
 	tlsURL string
@@ -67,20 +61,15 @@ func New(opts ...Option) *Broker {
 	}
 	cfg.policies = cfg.brokerPolicies()
 	b := &Broker{
-		cfg:         cfg,
-		topics:      map[string]*Topic{},
-		partitioned: map[string]int{},
-		schemas:     map[string][]storedSchema{},
-		// A standalone creates public/default with the broker's backlog
-		// quotas written into it.
-		nsPolicies: map[string]Policies{"public/default": {
-			BacklogQuota:           cfg.policies.clone().BacklogQuota,
-			MessageAgeBacklogQuota: cfg.policies.clone().MessageAgeBacklogQuota,
-		}},
-		topicPolicies: map[string]Policies{},
-		done:          make(chan struct{}),
-		conns:         map[*conn]struct{}{},
-		nextLedger:    1,
+		cfg:    cfg,
+		store:  cfg.store,
+		node:   cfg.node,
+		topics: map[string]*Topic{},
+		done:   make(chan struct{}),
+		conns:  map[*conn]struct{}{},
+	}
+	if b.store == nil {
+		b.store = newStore(cfg)
 	}
 	b.initTransactions()
 	return b
@@ -133,6 +122,10 @@ func (b *Broker) attach(ln net.Listener) error {
 	}
 	b.ln = ln
 	b.url = "pulsar://" + ln.Addr().String()
+	if b.node < len(b.owners.nodes) {
+		nd := &b.owners.nodes[b.node]
+		nd.url, nd.tlsURL, nd.alive = b.advertise(b.url), b.advertise(b.tlsURL), true
+	}
 	b.startTimers()
 	if b.cfg.authn != nil && b.cfg.authRefresh > 0 {
 		b.every(b.cfg.authRefresh, b.checkCredentials)
@@ -295,5 +288,5 @@ func (b *Broker) generatedProducerName() string {
 	n := b.nextProd
 	b.nextProd++
 	b.mu.Unlock()
-	return fmt.Sprintf("%s-0-%d", b.cfg.clusterName, n)
+	return fmt.Sprintf("%s-%d-%d", b.cfg.clusterName, b.node, n)
 }

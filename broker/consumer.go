@@ -346,9 +346,11 @@ func (s *Subscription) closeConsumersLocked(keep, only *Consumer) []*Consumer {
 			continue
 		}
 		o.conn.forget(o)
-		o.conn.send(protocol.Base(pb.BaseCommand_CLOSE_CONSUMER, &pb.CommandCloseConsumer{
-			ConsumerId: proto.Uint64(o.ID), RequestId: proto.Uint64(minusOne),
-		}))
+		cc := &pb.CommandCloseConsumer{ConsumerId: proto.Uint64(o.ID), RequestId: proto.Uint64(minusOne)}
+		if to := s.topic.movingTo; to != nil {
+			cc.AssignedBrokerServiceUrl, cc.AssignedBrokerServiceUrlTls = optionalURL(to.url), optionalURL(to.tlsURL)
+		}
+		o.conn.send(protocol.Base(pb.BaseCommand_CLOSE_CONSUMER, cc))
 		closed = append(closed, o)
 	}
 	for _, o := range closed {

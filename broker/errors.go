@@ -79,6 +79,9 @@ var (
 	// ErrExpiryNotIssued: an admin expiry found nothing to do (the
 	// subscription has no backlog, or is almost caught up).
 	ErrExpiryNotIssued = errors.New("Expire message by timestamp not issued")
+	// ErrNotAllowed: the cluster refuses the move (a destination broker
+	// that is not active, a transfer to the bundle's own owner).
+	ErrNotAllowed = errors.New("Not allowed")
 )
 
 // reasonError is an error of one of the sentinel kinds above, with its own

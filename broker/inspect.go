@@ -120,9 +120,20 @@ func (b *Broker) Topic(topic string) (TopicSnapshot, bool) {
 func (b *Broker) Topics() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]string, 0, len(b.topics))
+	return b.topicNamesLocked()
+}
+
+// topicNamesLocked returns the sorted names of the topics this broker has
+// loaded and of every persistent topic whose ledger the store keeps.
+func (b *Broker) topicNamesLocked() []string {
+	out := make([]string, 0, len(b.topics)+len(b.ledgers))
 	for name := range b.topics {
 		out = append(out, name)
+	}
+	for name := range b.ledgers {
+		if b.topics[name] == nil {
+			out = append(out, name)
+		}
 	}
 	sort.Strings(out)
 	return out

@@ -55,6 +55,9 @@ func (b *Broker) ListenTLS(addr string, cfg *tls.Config) error {
 	}
 	b.tlsLn = ln
 	b.tlsURL = "pulsar+ssl://" + ln.Addr().String()
+	if b.node < len(b.owners.nodes) {
+		b.owners.nodes[b.node].tlsURL = b.advertise(b.tlsURL)
+	}
 	b.wg.Add(1)
 	b.mu.Unlock()
 	go func() {

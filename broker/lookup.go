@@ -10,9 +10,10 @@ import (
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
 )
 
-// handleLookup answers LOOKUP: this broker owns every topic, so the answer is
-// Connect, authoritative, with its own URLs or those of the listener the
-// lookup names. Like Pulsar, a lookup does not check that the topic exists;
+// handleLookup answers LOOKUP: Connect, authoritative, with the URLs of the
+// broker owning the topic's bundle (this one's, or those of the listener the
+// lookup names), as a lone broker owns all; in a cluster, a bundle nobody
+// owns is assigned first, which may redirect the client (lookupOwner). Like Pulsar, a lookup does not check that the topic exists;
 // it checks that the client may produce to or consume from it, and that the
 // topic's namespace exists (TopicNotFound "Namespace not found" otherwise).
 func (c *conn) handleLookup(l *pb.CommandLookupTopic) {
@@ -34,16 +35,28 @@ func (c *conn) handleLookup(l *pb.CommandLookupTopic) {
 		c.send(lookupFailed(reqID, pb.ServerError_TopicNotFound, errNoNamespace.Error()))
 		return
 	}
-	url, tlsURL, err := c.b.LookupURLs(l.GetAdvertisedListenerName())
-	if err != nil {
-		c.send(lookupFailed(reqID, pb.ServerError_ServiceNotReady, err.Error()))
+	a := c.b.lookupOwner(tn, l.GetAuthoritative())
+	if a.failed {
+		c.send(lookupFailed(reqID, pb.ServerError_ServiceNotReady, a.msg))
 		return
+	}
+	url, tlsURL := a.url, a.tlsURL
+	if a.self {
+		var err error
+		if url, tlsURL, err = c.b.LookupURLs(l.GetAdvertisedListenerName()); err != nil {
+			c.send(lookupFailed(reqID, pb.ServerError_ServiceNotReady, err.Error()))
+			return
+		}
+	}
+	answer := pb.CommandLookupTopicResponse_Redirect
+	if a.connect {
+		answer = pb.CommandLookupTopicResponse_Connect
 	}
 	resp := &pb.CommandLookupTopicResponse{
 		RequestId:              proto.Uint64(reqID),
-		Response:               pb.CommandLookupTopicResponse_Connect.Enum(),
+		Response:               answer.Enum(),
 		BrokerServiceUrl:       proto.String(url),
-		Authoritative:          proto.Bool(true),
+		Authoritative:          proto.Bool(a.authoritative),
 		ProxyThroughServiceUrl: proto.Bool(false),
 	}
 	if tlsURL != "" {

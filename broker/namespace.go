@@ -79,12 +79,11 @@ func (b *Broker) TopicsOfNamespace(ns string, mode TopicsMode) []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := []string{}
-	for _, t := range b.topics {
-		if t.name.NamespaceName() == ns && modeWants(mode, t.name) {
-			out = append(out, t.full)
+	for _, full := range b.topicNamesLocked() {
+		if tn, err := ParseTopicName(full); err == nil && tn.NamespaceName() == ns && modeWants(mode, tn) {
+			out = append(out, full)
 		}
 	}
-	sort.Strings(out)
 	return out
 }
 

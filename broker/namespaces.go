@@ -144,17 +144,6 @@ func (b *Broker) namespaceReady(ns string) bool {
 	return b.namespaceReadyLocked(ns)
 }
 
-// notServedMessage is Pulsar's refusal of a producer or consumer on a topic
-// whose namespace does not exist: no broker owns its bundle. Pulsar names
-// its web service address here; pulsarsim names its service address.
-func (b *Broker) notServedMessage(tn TopicName) string {
-	b.mu.Lock()
-	addr := strings.TrimPrefix(b.url, "pulsar://")
-	b.mu.Unlock()
-	return fmt.Sprintf("Namespace bundle (%s/0x00000000_0xffffffff) for topic (%s) not served by this instance:%s. "+
-		"Please redo the lookup.", tn.NamespaceName(), tn, addr)
-}
-
 // NamespaceExists reports whether the namespace "tenant/ns" exists.
 func (b *Broker) NamespaceExists(ns string) bool {
 	b.mu.Lock()

@@ -13,6 +13,14 @@ import (
 type Option func(*config)
 
 type config struct {
+	// store is the cluster's store, shared with the other brokers of the
+	// cluster (cluster.go), and node the broker's index in it; nil and 0
+	// for a broker of its own. ownershipTimeout is how long a crashed
+	// broker keeps its bundles (0: DefaultOwnershipTimeout).
+	store             *store
+	node              int
+	ownershipTimeout  time.Duration
+	loadManager       LoadManager
 	maxMessageSize    int
 	autoCreateTopics  bool
 	autoNamespaces    bool

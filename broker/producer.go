@@ -52,7 +52,7 @@ func (c *conn) handleProducer(p *pb.CommandProducer) {
 		return
 	}
 	t, err := c.b.getOrCreateTopic(tn, c.b.cfg.autoCreateTopics)
-	if errors.Is(err, errNoNamespace) {
+	if errors.Is(err, errNoNamespace) || errors.Is(err, errNotServed) {
 		c.send(protocol.ErrorCommand(reqID, pb.ServerError_ServiceNotReady, c.b.notServedMessage(tn)))
 		return
 	}

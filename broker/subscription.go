@@ -257,7 +257,7 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 		return
 	}
 	t, err := c.b.getOrCreateTopic(tn, c.b.cfg.autoCreateTopics && sub.GetForceTopicCreation())
-	if errors.Is(err, errNoNamespace) {
+	if errors.Is(err, errNoNamespace) || errors.Is(err, errNotServed) {
 		refuse(&refusal{pb.ServerError_ServiceNotReady, c.b.notServedMessage(tn)})
 		return
 	}

@@ -19,7 +19,7 @@ type Topic struct {
 
 	mu        topicLock
 	ledger    uint64
-	log       entryLog
+	log       *entryLog
 	producers map[*Producer]struct{}
 	// exclusive holds the topic under an exclusive access mode; waiting are
 	// the WaitForExclusive producers queued for it (accessmode.go).
@@ -31,6 +31,13 @@ type Topic struct {
 	terminated bool
 	subs       map[string]*Subscription
 	deleted    bool
+	// released is set when the topic was taken off its broker (load.go):
+	// it keeps nothing of its ledger, and a client reaching it must look
+	// the topic up again.
+	released bool
+	// movingTo is the broker a transfer moves the topic to, while its
+	// producers and consumers are told (their CLOSE_* name it).
+	movingTo *node
 	// lastActive is when the topic was last seen active, by the broker
 	// clock (inactive.go).
 	lastActive time.Time
@@ -209,11 +216,21 @@ func (t *Topic) trimLocked() {
 	}
 }
 
-// lookupTopic returns the topic with this canonical name, or nil.
+// lookupTopic returns the topic with this canonical name, or nil. A topic
+// whose ledger the store keeps but that no broker has loaded is loaded here
+// when this broker may serve it, as Pulsar's getTopic loads it.
 func (b *Broker) lookupTopic(name string) *Topic {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.topics[name]
+	if t := b.topics[name]; t != nil {
+		return t
+	}
+	if l := b.ledgers[name]; l != nil && !l.loaded && !b.closed {
+		if tn, err := ParseTopicName(name); err == nil && b.servesLocked(tn) {
+			return b.createTopicLocked(tn)
+		}
+	}
+	return nil
 }
 
 // getOrCreateTopic returns the topic, creating it when create is set. It
@@ -231,8 +248,13 @@ func (b *Broker) getOrCreateTopic(tn TopicName, create bool) (*Topic, error) {
 		return nil, errNoNamespace
 	}
 	// A partition of a partitioned topic is created whenever it is used:
-	// an inactive-topic check may have deleted it.
-	if !create && (tn.Partition < 0 || tn.Partition >= b.partitioned[tn.Base().String()]) {
+	// an inactive-topic check may have deleted it. A topic whose ledger
+	// the store keeps is loaded, not created.
+	if l := b.ledgers[full]; l != nil && l.loaded || !b.servesLocked(tn) {
+		// Another broker has the topic loaded (it is moving), or owns it.
+		return nil, errNotServed
+	}
+	if !create && b.ledgers[full] == nil && (tn.Partition < 0 || tn.Partition >= b.partitioned[tn.Base().String()]) {
 		return nil, topicNotFound(tn)
 	}
 	return b.createTopicLocked(tn), nil
@@ -243,14 +265,20 @@ func (b *Broker) createTopicLocked(tn TopicName) *Topic {
 		b:          b,
 		name:       tn,
 		full:       tn.String(),
-		ledger:     b.nextLedger,
 		producers:  map[*Producer]struct{}{},
 		subs:       map[string]*Subscription{},
 		lastActive: b.cfg.clock.Now(),
 		created:    b.cfg.clock.Now(),
 	}
 	t.mu.events = &b.events
-	b.nextLedger++
+	if !tn.Persistent || !b.loadLedgerLocked(t) {
+		t.ledger = b.nextLedger
+		b.nextLedger++
+		t.log = &entryLog{}
+		if tn.Persistent {
+			b.newLedgerLocked(t)
+		}
+	}
 	// No other goroutine sees t before the broker's lock is released, so
 	// its subscriptions are set up here without its own lock.
 	p := b.appliedPoliciesLocked(tn)
@@ -268,6 +296,9 @@ func (b *Broker) topicExists(tn TopicName) bool {
 
 func (b *Broker) topicExistsLocked(tn TopicName) bool {
 	if _, ok := b.topics[tn.String()]; ok {
+		return true
+	}
+	if _, ok := b.ledgers[tn.String()]; ok {
 		return true
 	}
 	_, ok := b.partitioned[tn.Base().String()]

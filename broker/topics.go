@@ -20,7 +20,7 @@ func (b *Broker) CreateTopic(name string) error {
 	if b.topicExistsLocked(tn) {
 		return ErrTopicExists
 	}
-	b.createTopicLocked(tn)
+	b.createOrRecordLocked(tn)
 	return nil
 }
 
@@ -54,8 +54,9 @@ func (b *Broker) CreatePartitionedTopic(name string, n int) error {
 // not exist yet.
 func (b *Broker) createPartitionsLocked(tn TopicName, from, n int) {
 	for i := from; i < n; i++ {
-		if _, ok := b.topics[tn.PartitionName(i).String()]; !ok {
-			b.createTopicLocked(tn.PartitionName(i))
+		full := tn.PartitionName(i).String()
+		if b.topics[full] == nil && b.ledgers[full] == nil {
+			b.createOrRecordLocked(tn.PartitionName(i))
 		}
 	}
 }
@@ -143,6 +144,7 @@ func (b *Broker) removeTopic(t *Topic) {
 	if b.topics[t.full] == t {
 		delete(b.topics, t.full)
 	}
+	delete(b.ledgers, t.full)
 	if t.name.Partition < 0 {
 		b.forgetTopicLocked(t.name)
 	}
@@ -177,10 +179,12 @@ func (b *Broker) UpdatePartitionedTopic(name string, n int) error {
 	return nil
 }
 
-// UnloadTopic disconnects every producer and consumer of a topic (each
-// partition of a partitioned topic), as Pulsar's unload does: clients get
-// CLOSE_PRODUCER and CLOSE_CONSUMER and reconnect. The topic keeps its
-// messages and durable subscriptions.
+// UnloadTopic unloads a topic (each partition of a partitioned topic) from
+// the broker, as Pulsar's unload does: clients get CLOSE_PRODUCER and
+// CLOSE_CONSUMER and reconnect, and the topic is loaded anew from its
+// ledger when it is next used (load.go): its messages and durable
+// subscriptions stay, its redelivery counters and readers do not, and a
+// non-persistent topic is gone.
 func (b *Broker) UnloadTopic(name string) error {
 	tn, err := ParseTopicName(name)
 	if err != nil {
@@ -191,12 +195,7 @@ func (b *Broker) UnloadTopic(name string) error {
 		return topicNotFound(tn)
 	}
 	for _, t := range ts {
-		t.mu.Lock()
-		t.disconnectAllLocked()
-		// Pulsar loads the topic anew: its compaction status starts
-		// again from NOT_RUN (the compacted view stays).
-		t.view.ran = false
-		t.mu.Unlock()
+		b.releaseTopic(t, true, nil)
 	}
 	return nil
 }

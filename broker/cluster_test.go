@@ -1,0 +1,237 @@
+package broker_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/pulsarsim/pulsarsim/broker"
+)
+
+// startCluster starts n brokers over one store, closed when the test ends.
+func startCluster(t *testing.T, n int, opts ...broker.Option) *broker.Cluster {
+	t.Helper()
+	c := broker.NewCluster(n, opts...)
+	if err := c.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func clientOf(t *testing.T, url string) pulsar.Client {
+	t.Helper()
+	cl, err := pulsar.NewClient(pulsar.ClientOptions{URL: url, OperationTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func sendNumbered(t *testing.T, p pulsar.Producer, from, n int) {
+	t.Helper()
+	for i := from; i < from+n; i++ {
+		if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte(fmt.Sprint(i))}); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+}
+
+func TestClusterLookupRedirectsToTheBundleOwner(t *testing.T) {
+	c := startCluster(t, 2)
+	topic := "persistent://public/default/redirected"
+	if err := c.Move(topic, 1); err != nil { // names broker 1 as the next owner
+		t.Fatal(err)
+	}
+	cl := clientOf(t, c.Broker(0).URL())
+	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	sendNumbered(t, p, 0, 3)
+	if got := c.Broker(1).LoadedTopics(); !slices.Contains(got, topic) {
+		t.Errorf("broker 1 has %v loaded, want %s", got, topic)
+	}
+	if got := c.Broker(0).LoadedTopics(); slices.Contains(got, topic) {
+		t.Errorf("broker 0, which does not own the bundle, loaded %s", topic)
+	}
+	if owner, _ := c.Owner(topic); owner != 1 {
+		t.Errorf("owner %d, want 1", owner)
+	}
+}
+
+func TestClusterTopicMoveKeepsEveryMessageAndResetsRedeliveryCounts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := startCluster(t, 3)
+	topic := "persistent://public/default/moving"
+	if err := c.Move(topic, 0); err != nil {
+		t.Fatal(err)
+	}
+	cl := clientOf(t, c.URL())
+	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared,
+		NackRedeliveryDelay: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	sendNumbered(t, p, 0, 10)
+	// Ack the first five; nack message 5 once so that it comes back with
+	// count 1 before the move; leave 6..9 delivered, unacknowledged.
+	for range 5 {
+		if err := cons.Ack(receive(t, ctx, cons)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rest []pulsar.Message
+	for len(rest) < 5 {
+		rest = append(rest, receive(t, ctx, cons))
+	}
+	cons.Nack(rest[0])
+	again := receive(t, ctx, cons)
+	if string(again.Payload()) != "5" || again.RedeliveryCount() != 1 {
+		t.Fatalf("after a nack got %q count %d, want \"5\" count 1", again.Payload(), again.RedeliveryCount())
+	}
+
+	if err := c.Move(topic, 2); err != nil {
+		t.Fatal(err)
+	}
+	// The producer goes on on broker 2. (It is given time to reconnect
+	// before it sends again: pulsar-client-go v0.19.0 races with itself
+	// when a send meets its reconnection.)
+	waitProducerOn(t, c.Broker(2), topic)
+	sendNumbered(t, p, 10, 5)
+
+	// What was delivered and not acknowledged comes back from broker 2,
+	// with its counter reset (Pulsar keeps counters in the dispatcher's
+	// memory); then the new messages. Nothing acknowledged comes back.
+	got := map[string]uint32{}
+	for len(got) < 10 {
+		m := receive(t, ctx, cons)
+		got[string(m.Payload())] = m.RedeliveryCount()
+		if err := cons.Ack(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 5; i < 15; i++ {
+		n, ok := got[fmt.Sprint(i)]
+		if !ok {
+			t.Errorf("message %d lost across the move; got %v", i, got)
+		}
+		if n != 0 {
+			t.Errorf("message %d came back from the new owner with count %d, want 0", i, n)
+		}
+	}
+	if got := c.Broker(2).LoadedTopics(); !slices.Contains(got, topic) {
+		t.Errorf("broker 2 has %v loaded, want %s", got, topic)
+	}
+	if got := c.Broker(0).LoadedTopics(); slices.Contains(got, topic) {
+		t.Errorf("broker 0 still has %s loaded after the move", topic)
+	}
+}
+
+func TestClusterCrashedOwnersBundlesAreTakenOverAfterTheOwnershipTimeout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	clock := broker.NewManualClock(time.Unix(1_700_000_000, 0))
+	c := startCluster(t, 2, broker.WithClock(clock))
+	topic := "persistent://public/default/crashing"
+	if err := c.Move(topic, 1); err != nil {
+		t.Fatal(err)
+	}
+	// The service URL names broker 0 only: it is the one that survives.
+	cl := clientOf(t, c.Broker(0).URL())
+	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	sendNumbered(t, p, 0, 4)
+	if err := cons.Ack(receive(t, ctx, cons)); err != nil { // "0"
+		t.Fatal(err)
+	}
+	// Wait until the broker has the acknowledgement before crashing it.
+	waitUntil(t, "the acknowledgement", func() bool {
+		s, ok := c.Broker(1).Subscription(topic, "s")
+		return ok && s.Backlog == 3
+	})
+	if err := c.Crash(1); err != nil {
+		t.Fatal(err)
+	}
+	if owner, _ := c.Owner(topic); owner != 1 {
+		t.Fatalf("owner right after the crash %d, want 1 (until the timeout)", owner)
+	}
+	clock.Advance(broker.DefaultOwnershipTimeout)
+	if owner, _ := c.Owner(topic); owner != -1 {
+		t.Fatalf("owner after the timeout %d, want none (-1)", owner)
+	}
+	// The clients' next lookup gives the bundle to broker 0.
+	waitProducerOn(t, c.Broker(0), topic)
+	sendNumbered(t, p, 4, 2)
+	got := map[string]bool{}
+	for len(got) < 5 {
+		m := receive(t, ctx, cons)
+		got[string(m.Payload())] = true
+		if err := cons.Ack(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 1; i < 6; i++ {
+		if !got[fmt.Sprint(i)] {
+			t.Errorf("message %d lost across the crash; got %v", i, got)
+		}
+	}
+	if got["0"] {
+		t.Errorf("the acknowledged message 0 came back after the crash")
+	}
+}
+
+func TestClusterRestartedBrokerServesOnItsAddressAgain(t *testing.T) {
+	c := startCluster(t, 2)
+	addr := c.Broker(1).URL()
+	if err := c.Restart(1); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Broker(1).URL(); got != addr {
+		t.Fatalf("restarted on %s, want %s", got, addr)
+	}
+	topic := "persistent://public/default/after-restart"
+	if err := c.Move(topic, 1); err != nil {
+		t.Fatal(err)
+	}
+	cl := clientOf(t, c.Broker(0).URL())
+	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	sendNumbered(t, p, 0, 1)
+	if got := c.Broker(1).LoadedTopics(); !slices.Contains(got, topic) {
+		t.Errorf("restarted broker 1 has %v loaded, want %s", got, topic)
+	}
+}
+
+// waitProducerOn waits until a producer of topic is attached on broker b.
+func waitProducerOn(t *testing.T, b *broker.Broker, topic string) {
+	t.Helper()
+	waitUntil(t, "a producer on "+topic, func() bool {
+		ts, ok := b.Topic(topic)
+		return ok && len(ts.Producers) > 0
+	})
+}

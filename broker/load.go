@@ -1,0 +1,145 @@
+package broker
+
+import (
+	"maps"
+	"time"
+)
+
+// A persistent topic lives in two places, as in Pulsar: its ledger in the
+// store (entries and durable cursors, store.go), and the topic a broker has
+// loaded from it (producers, consumers, dispatchers and everything else the
+// broker holds in memory). Loading reads the ledger; releasing (an unload,
+// a broker that stops or crashes) writes back what the managed ledger keeps
+// and drops the rest:
+//   - a durable subscription comes back with its mark-delete position, its
+//     individually acknowledged entries and its batch-index acknowledgements,
+//     its read position rewound to the first unacknowledged entry, and no
+//     redelivery counters (Pulsar keeps them in the dispatcher's memory);
+//   - non-durable subscriptions (readers) are gone, as Pulsar's non-durable
+//     cursors are; their clients subscribe again at the position they hold;
+//   - the producers' last sequence ids, the exclusive producers' epoch, the
+//     termination, the compacted view and the transaction buffer are kept;
+//   - pending acknowledgements, replay queues, the delayed-delivery index
+//     and the rate limiters start empty.
+// A non-persistent topic has no ledger: releasing it loses it, messages and
+// subscriptions.
+
+// newLedgerLocked gives t a new ledger in the store. Called under the store's
+// lock, for a persistent topic created on this broker.
+func (b *Broker) newLedgerLocked(t *Topic) {
+	l := &ledger{id: t.ledger, log: t.log, created: t.created, loaded: true}
+	b.ledgers[t.full] = l
+}
+
+// createOrRecordLocked creates a topic the admin API asked for: loaded here
+// when this broker serves it, else (a broker of a cluster that does not own
+// its bundle) only its ledger is written, and its owner loads it when it is
+// used, as Pulsar's admin creates the managed ledger wherever it runs. A
+// non-persistent topic of another broker's bundle has nothing to record.
+func (b *Broker) createOrRecordLocked(tn TopicName) {
+	if !b.owners.clustered() || b.servesLocked(tn) {
+		b.createTopicLocked(tn)
+		return
+	}
+	if tn.Persistent {
+		b.ledgers[tn.String()] = &ledger{id: b.nextLedger, log: &entryLog{}, created: b.cfg.clock.Now()}
+		b.nextLedger++
+	}
+}
+
+// loadLedgerLocked fills a topic being created from its ledger, if the store
+// has one, and reports whether it had. Called under the store's lock, before
+// any other goroutine sees t.
+func (b *Broker) loadLedgerLocked(t *Topic) bool {
+	l := b.ledgers[t.full]
+	if l == nil {
+		return false
+	}
+	l.loaded = true
+	t.ledger, t.log, t.created = l.id, l.log, l.created
+	t.terminated = l.terminated
+	t.topicEpoch, t.hasEpoch = l.topicEpoch, l.hasEpoch
+	t.view = l.view
+	t.buf = l.buf
+	if len(l.dedupLast) > 0 {
+		t.dedup = dedup{on: true, last: maps.Clone(l.dedupLast), idle: map[string]time.Time{}}
+	}
+	for name, d := range l.subs {
+		d.cur.Rewind()
+		d.cur.ClearRedeliveries()
+		s := t.newSubscriptionLocked(name, true, d.cur.MarkDelete())
+		s.cur = d.cur
+		s.created = d.created
+		s.cursorLedger = d.cursorLedger
+		s.fromFirst = d.fromFirst
+		s.settledAtStart = t.log.base
+	}
+	return true
+}
+
+// releaseLocked takes t off this broker: its producers and consumers are
+// closed and told so when tell is set (an unload; a crashed broker's
+// connections are already cut),
+// what its ledger keeps is written back, and the topic keeps nothing of the
+// ledger's, so nothing it still runs can touch what the next broker loads.
+// Called under t's lock; the caller then forgets t under the store's lock
+// (forgetReleased).
+func (t *Topic) releaseLocked(tell bool, dst *node) *ledger {
+	if tell {
+		t.movingTo = dst
+		t.disconnectAllLocked()
+		t.movingTo = nil
+	}
+	t.released = true
+	if !t.name.Persistent {
+		return nil
+	}
+	l := &ledger{
+		id: t.ledger, log: t.log, created: t.created,
+		subs:       map[string]durableSub{},
+		terminated: t.terminated,
+		topicEpoch: t.topicEpoch, hasEpoch: t.hasEpoch,
+		dedupLast: maps.Clone(t.dedup.last),
+		view:      t.view,
+		buf:       t.buf,
+	}
+	// Pulsar loads the topic anew: its compaction status starts again
+	// from NOT_RUN (the compacted view stays).
+	l.view.ran = false
+	for name, s := range t.subs {
+		if s.durable {
+			l.subs[name] = durableSub{cur: s.cur, created: s.created, cursorLedger: s.cursorLedger, fromFirst: s.fromFirst}
+		}
+	}
+	t.log = &entryLog{}
+	t.subs = map[string]*Subscription{}
+	t.buf = nil
+	t.view = compactedView{}
+	return l
+}
+
+// forgetReleased removes a released topic from the broker's table and puts
+// its ledger back in the store (nil for a non-persistent topic).
+func (b *Broker) forgetReleased(t *Topic, l *ledger) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.topics[t.full] == t {
+		delete(b.topics, t.full)
+	}
+	if l != nil && b.ledgers[t.full] != nil {
+		b.ledgers[t.full] = l
+	}
+}
+
+// releaseTopic unloads one topic from this broker (release, then forget);
+// dst, when set, is the broker its clients are told to move to.
+func (b *Broker) releaseTopic(t *Topic, tell bool, dst *node) {
+	t.mu.Lock()
+	if t.released {
+		t.mu.Unlock()
+		return
+	}
+	l := t.releaseLocked(tell, dst)
+	t.mu.Unlock()
+	b.forgetReleased(t, l)
+}
