@@ -235,3 +235,115 @@ func waitProducerOn(t *testing.T, b *broker.Broker, topic string) {
 		return ok && len(ts.Producers) > 0
 	})
 }
+
+// crashScene is a Shared subscription on a topic owned by broker 1 of two,
+// with a consumer and a producer whose service URL names broker 0 (the one
+// that survives), and messages "0".."n-1" delivered to the consumer.
+type crashScene struct {
+	c     *broker.Cluster
+	clock *broker.ManualClock
+	topic string
+	cons  pulsar.Consumer
+	prod  pulsar.Producer
+	got   []pulsar.Message
+}
+
+func newCrashScene(t *testing.T, ctx context.Context, n int) *crashScene {
+	t.Helper()
+	clock := broker.NewManualClock(time.Unix(1_700_000_000, 0))
+	c := startCluster(t, 2, broker.WithClock(clock))
+	sc := &crashScene{c: c, clock: clock, topic: "persistent://public/default/" + t.Name()}
+	if err := c.Move(sc.topic, 1); err != nil {
+		t.Fatal(err)
+	}
+	cl := clientOf(t, c.Broker(0).URL())
+	var err error
+	sc.cons, err = cl.Subscribe(pulsar.ConsumerOptions{Topic: sc.topic, SubscriptionName: "s", Type: pulsar.Shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sc.cons.Close)
+	sc.prod, err = cl.CreateProducer(pulsar.ProducerOptions{Topic: sc.topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sc.prod.Close)
+	sendNumbered(t, sc.prod, 0, n)
+	for range n {
+		sc.got = append(sc.got, receive(t, ctx, sc.cons))
+	}
+	return sc
+}
+
+// ack acknowledges the i-th message and waits until broker 1 has it, which
+// leaves the backlog at backlog.
+func (sc *crashScene) ack(t *testing.T, i int, backlog int64) {
+	t.Helper()
+	if err := sc.cons.Ack(sc.got[i]); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the acknowledgement", func() bool {
+		s, ok := sc.c.Broker(1).Subscription(sc.topic, "s")
+		return ok && s.Backlog == backlog
+	})
+}
+
+// crashAndTakeOver crashes broker 1 and lets broker 0 take its bundles.
+func (sc *crashScene) crashAndTakeOver(t *testing.T) {
+	t.Helper()
+	if err := sc.c.Crash(1); err != nil {
+		t.Fatal(err)
+	}
+	sc.clock.Advance(broker.DefaultOwnershipTimeout)
+}
+
+// redelivered returns what broker 0 delivers until the backlog's messages
+// have all come back once, acknowledging each.
+func (sc *crashScene) redelivered(t *testing.T, ctx context.Context, want int) map[string]uint32 {
+	t.Helper()
+	got := map[string]uint32{}
+	for len(got) < want {
+		m := receive(t, ctx, sc.cons)
+		got[string(m.Payload())] = m.RedeliveryCount()
+		if err := sc.cons.Ack(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return got
+}
+
+func TestClusterCrashLosesTheAcknowledgementsTheCursorHadNotPersisted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sc := newCrashScene(t, ctx, 4)
+	sc.ack(t, 0, 3) // persisted at once: the cursor's first change
+	sc.ack(t, 1, 2) // within the second: held back by the rate limit
+	sc.ack(t, 2, 1)
+	sc.crashAndTakeOver(t)
+	got := sc.redelivered(t, ctx, 3)
+	if _, again := got["0"]; again {
+		t.Errorf("message 0, whose acknowledgement was persisted, came back: %v", got)
+	}
+	for _, m := range []string{"1", "2", "3"} {
+		if n, ok := got[m]; !ok || n != 0 {
+			t.Errorf("message %s: delivered again %v with count %d, want once with count 0 (got %v)", m, ok, n, got)
+		}
+	}
+}
+
+func TestClusterCrashKeepsWhatTheCursorPersistedAfterTheRateLimit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sc := newCrashScene(t, ctx, 4)
+	sc.ack(t, 0, 3)
+	sc.clock.Advance(time.Second) // the next change goes through
+	sc.ack(t, 1, 2)
+	sc.ack(t, 2, 1) // held back...
+	sc.clock.Advance(time.Minute)
+	sc.c.Broker(1).RunTimers() // ...until the periodic flush
+	sc.crashAndTakeOver(t)
+	got := sc.redelivered(t, ctx, 1)
+	if len(got) != 1 || got["3"] != 0 {
+		t.Errorf("after the crash got %v, want only message 3, count 0", got)
+	}
+}

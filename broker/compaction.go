@@ -232,6 +232,7 @@ func (t *Topic) compactLocked() {
 	if last > s.cur.MarkDelete() {
 		s.cursorWrittenLocked()
 		s.cur.AckCumulative(last)
+		s.persistLocked()
 	}
 	t.trimLocked()
 }

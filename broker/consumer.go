@@ -220,6 +220,7 @@ func (s *Subscription) applyAckLocked(cs *Consumer, n int64, id *pb.MessageIdDat
 func (s *Subscription) ackEntryLocked(n int64, ackSet []int64, cumulative bool, upTo func(int64)) {
 	t := s.topic
 	s.cursorWrittenLocked()
+	defer s.persistLocked()
 	defer s.noteMarkDeleteLocked(s.cur.MarkDelete())
 	e := t.log.get(n)
 	switch {

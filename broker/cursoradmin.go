@@ -138,6 +138,7 @@ func (t *Topic) markDeleteThroughLocked(s *Subscription, last int64, reason stri
 	} else {
 		s.cur.ExpireThrough(last)
 	}
+	s.persistLocked()
 	s.noteMarkDeleteLocked(first - 1)
 	if reason != "skip" && reason != "clear-backlog" {
 		// An expiry (message TTL, a request, a backlog quota by age):
@@ -171,5 +172,6 @@ func (t *Topic) resetCursorLocked(s *Subscription, target int64) {
 	} else {
 		s.cur.ResetTo(target)
 	}
+	s.persistLocked()
 	t.b.emit(Event{Kind: EventSubscriptionSeek, Topic: t.full, Subscription: s.name, ID: t.eventID(target)})
 }

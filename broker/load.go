@@ -107,9 +107,14 @@ func (t *Topic) releaseLocked(tell bool, dst *node) *ledger {
 	// from NOT_RUN (the compacted view stays).
 	l.view.ran = false
 	for name, s := range t.subs {
-		if s.durable {
-			l.subs[name] = durableSub{cur: s.cur, created: s.created, cursorLedger: s.cursorLedger, fromFirst: s.fromFirst}
+		if !s.durable {
+			continue
 		}
+		cur := s.cur // closing persists everything
+		if !tell && s.persisted != nil {
+			cur = s.persisted // a crash leaves what was persisted last
+		}
+		l.subs[name] = durableSub{cur: cur, created: s.created, cursorLedger: s.cursorLedger, fromFirst: s.fromFirst}
 	}
 	t.log = &entryLog{}
 	t.subs = map[string]*Subscription{}

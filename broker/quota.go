@@ -265,6 +265,7 @@ func (t *Topic) skipLocked(s *Subscription, n int64) {
 	} else {
 		s.cur.ExpireThrough(last)
 	}
+	s.persistLocked()
 	s.noteMarkDeleteLocked(first - 1)
 	t.b.emit(Event{Kind: EventExpired, Topic: t.full, Subscription: s.name, From: t.eventID(first),
 		ID: t.eventID(last), Reason: "backlog-quota"})

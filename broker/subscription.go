@@ -63,6 +63,13 @@ type Subscription struct {
 
 	gate connGate // holds back deliveries to slow connections (writebuf.go)
 
+	// persisted is the cursor's state as last persisted to the store, when
+	// (broker clock), and whether it changed since (persist.go); kept only
+	// for a broker of a cluster.
+	persisted   *cursor.Cursor
+	persistedAt time.Time
+	dirty       bool
+
 	// pending holds what open transactions acknowledged (txnsub.go), nil
 	// until the first transactional acknowledgement; returnedIdle are the
 	// entries an abort gave back while no consumer was attached (their
@@ -135,6 +142,11 @@ func (t *Topic) newSubscriptionLocked(name string, durable bool, markDelete int6
 		settledAtStart: markDelete + 1,
 	}
 	t.subs[name] = s
+	if durable && t.b.cfg.store != nil {
+		// A new cursor's position is persisted with it, outside the rate
+		// limit of its later changes: the first of those goes through.
+		s.writeCursorLocked(time.Time{})
+	}
 	return s
 }
 

@@ -116,6 +116,9 @@ func (b *Broker) startTimers() {
 	b.startInactiveTopicChecks()
 	b.startPeriodic(b.cfg.compactionCheck, b.checkCompaction)
 	b.startPeriodic(dedupPurgeEvery, b.purgeDedup)
+	if b.cfg.store != nil {
+		b.startPeriodic(cursorFlushEvery, b.flushCursors)
+	}
 	b.wg.Add(1)
 	go b.timerLoop()
 }

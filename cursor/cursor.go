@@ -262,3 +262,20 @@ func (c *Cursor) ResetTo(e int64) {
 		}
 	}
 }
+
+// Durable returns a copy of what Pulsar's managed cursor persists of c: the
+// mark-delete position, the individually acknowledged entries and the batch
+// index acknowledgements. The copy's read position is the first entry after
+// the mark-delete position and it has no redelivery counters, as a cursor
+// recovered by another broker has none.
+func (c *Cursor) Durable() *Cursor {
+	d := New(c.markDelete)
+	for e := range c.acked {
+		d.acked[e] = struct{}{}
+	}
+	d.ackedMax = c.ackedMax
+	for e, set := range c.ackSets {
+		d.ackSets[e] = slices.Clone(set)
+	}
+	return d
+}

@@ -300,3 +300,26 @@ func BenchmarkCursorAck(b *testing.B) {
 		}
 	}
 }
+
+func TestDurableCopyKeepsAcknowledgementsAndDropsReadPositionAndCounters(t *testing.T) {
+	c := New(-1)
+	c.Ack(0)
+	c.Ack(2)
+	c.AckBatchIndexes(4, 3, []int64{0b001})
+	c.SetReadPosition(6)
+	c.IncrementRedelivery(1)
+	d := c.Durable()
+	if d.MarkDelete() != 0 || !d.IsAcked(2) || d.IsAcked(1) || d.IsAcked(3) {
+		t.Errorf("durable copy: mark-delete %d, acked %v", d.MarkDelete(), d.Acked())
+	}
+	if d.Remaining(4, 3) != 1 {
+		t.Errorf("batch 4 has %d indexes left in the copy, want 1", d.Remaining(4, 3))
+	}
+	if d.ReadPosition() != 1 || d.RedeliveryCount(1) != 0 {
+		t.Errorf("copy read position %d, count %d; want 1 and 0", d.ReadPosition(), d.RedeliveryCount(1))
+	}
+	c.Ack(1)
+	if d.IsAcked(1) {
+		t.Error("acknowledging the cursor changed its durable copy")
+	}
+}
