@@ -24,11 +24,15 @@ type Broker struct {
 
 	ln       net.Listener      // under mu
 	url      string            // under mu
+	webURL   string            // the admin API's http:// URL, when known (under mu)
 	topics   map[string]*Topic // the topics loaded here, by canonical name (under mu)
 	done     chan struct{}     // closed by Close
 	conns    map[*conn]struct{}
 	nextProd uint64
 	closed   bool
+	// stopping is set once a stop began: the broker loads no more topics
+	// (under mu).
+	stopping bool
 	// crashed is set when the broker was stopped without a goodbye (under
 	// mu): its topics are fenced, and its connections were cut.
 	crashed bool

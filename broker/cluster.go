@@ -275,6 +275,7 @@ func (c *Cluster) Stop(i int) error {
 	}
 	o := &b.owners
 	b.mu.Lock()
+	b.stopping = true
 	o.nodes[i].alive = false
 	o.nodes[i].goneAt = time.Time{} // nothing left to take over
 	moves := map[Bundle]*node{}
@@ -295,7 +296,9 @@ func (c *Cluster) Stop(i int) error {
 	}
 	b.releaseAll(true, nil)
 	b.flushConns(time.Second)
-	return b.Close()
+	err := b.Close()
+	b.releaseAll(false, nil) // anything a client reached meanwhile
+	return err
 }
 
 // Crash stops broker i without a goodbye: its connections are cut, its
@@ -309,7 +312,7 @@ func (c *Cluster) Crash(i int) error {
 		return ErrNoSuchBroker
 	}
 	b.mu.Lock()
-	b.crashed = true
+	b.crashed, b.stopping = true, true
 	b.owners.nodes[i].alive = false
 	b.owners.nodes[i].goneAt = b.cfg.clock.Now()
 	b.mu.Unlock()
@@ -446,4 +449,23 @@ func (b *Broker) LoadedTopics() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// SetWebServiceURL tells the broker the http:// URL its admin API and HTTP
+// lookups are served on, which the cluster's other brokers redirect to and
+// name it by.
+func (b *Broker) SetWebServiceURL(u string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.webURL = u
+	if b.node < len(b.owners.nodes) {
+		b.owners.nodes[b.node].httpURL = u
+	}
+}
+
+// WebServiceURL returns the URL SetWebServiceURL gave, "" before.
+func (b *Broker) WebServiceURL() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.webURL
 }

@@ -85,7 +85,7 @@ func TestClusterTopicMoveKeepsEveryMessageAndResetsRedeliveryCounts(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	defer func() { p.Close() }()
 	sendNumbered(t, p, 0, 10)
 	// Ack the first five; nack message 5 once so that it comes back with
 	// count 1 before the move; leave 6..9 delivered, unacknowledged.
@@ -107,10 +107,8 @@ func TestClusterTopicMoveKeepsEveryMessageAndResetsRedeliveryCounts(t *testing.T
 	if err := c.Move(topic, 2); err != nil {
 		t.Fatal(err)
 	}
-	// The producer goes on on broker 2. (It is given time to reconnect
-	// before it sends again: pulsar-client-go v0.19.0 races with itself
-	// when a send meets its reconnection.)
-	waitProducerOn(t, c.Broker(2), topic)
+	// The producer goes on on broker 2.
+	p = producerAfterMove(t, cl, p, c.Broker(2), topic)
 	sendNumbered(t, p, 10, 5)
 
 	// What was delivered and not acknowledged comes back from broker 2,
@@ -161,7 +159,7 @@ func TestClusterCrashedOwnersBundlesAreTakenOverAfterTheOwnershipTimeout(t *test
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	defer func() { p.Close() }()
 	sendNumbered(t, p, 0, 4)
 	if err := cons.Ack(receive(t, ctx, cons)); err != nil { // "0"
 		t.Fatal(err)
@@ -182,7 +180,7 @@ func TestClusterCrashedOwnersBundlesAreTakenOverAfterTheOwnershipTimeout(t *test
 		t.Fatalf("owner after the timeout %d, want none (-1)", owner)
 	}
 	// The clients' next lookup gives the bundle to broker 0.
-	waitProducerOn(t, c.Broker(0), topic)
+	p = producerAfterMove(t, cl, p, c.Broker(0), topic)
 	sendNumbered(t, p, 4, 2)
 	got := map[string]bool{}
 	for len(got) < 5 {
@@ -225,6 +223,23 @@ func TestClusterRestartedBrokerServesOnItsAddressAgain(t *testing.T) {
 	if got := c.Broker(1).LoadedTopics(); !slices.Contains(got, topic) {
 		t.Errorf("restarted broker 1 has %v loaded, want %s", got, topic)
 	}
+}
+
+// producerAfterMove returns the producer to go on with once topic has moved
+// to broker b: p itself, reconnected there, or under the race detector a new
+// producer on the same client (see raceDetector).
+func producerAfterMove(t *testing.T, cl pulsar.Client, p pulsar.Producer, b *broker.Broker, topic string) pulsar.Producer {
+	t.Helper()
+	waitProducerOn(t, b, topic)
+	if !raceDetector {
+		return p
+	}
+	p.Close()
+	np, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return np
 }
 
 // waitProducerOn waits until a producer of topic is attached on broker b.

@@ -17,6 +17,9 @@ var errNotServed = errors.New("namespace bundle not served by this broker")
 // neither a PRODUCER nor an inspection moves a bundle. Called under the
 // store's lock.
 func (b *Broker) servesLocked(tn TopicName) bool {
+	if b.stopping || b.closed {
+		return false
+	}
 	if !b.owners.clustered() {
 		return true
 	}

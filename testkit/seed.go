@@ -155,20 +155,28 @@ func (b *Broker) AdminURL() string {
 	if err != nil {
 		b.tb.Fatalf("pulsarsim: admin API: %v", err)
 	}
+	b.tb.Cleanup(b.serveAdmin(ln))
+	return b.adminURL
+}
+
+// serveAdmin serves the admin API and the web view on ln, tells the broker
+// its web service URL, and returns what stops serving them. Called with
+// adminMu held.
+func (b *Broker) serveAdmin(ln net.Listener) (stop func()) {
+	b.adminURL = "http://" + ln.Addr().String()
+	b.srv.SetWebServiceURL(b.adminURL)
 	web := view.New(b.srv, b.history)
 	var opts []admin.Option
 	for pattern, h := range web.Routes() {
 		opts = append(opts, admin.WithHandler(pattern, h))
 	}
-	opts = append(opts, admin.WithWebServiceURLs("http://"+ln.Addr().String(), ""))
+	opts = append(opts, admin.WithWebServiceURLs(b.adminURL, ""))
 	srv := &http.Server{Handler: admin.New(b.srv, opts...), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
-	b.tb.Cleanup(func() {
+	return func() {
 		web.Close() // ends the live-update streams, which Close does not
 		srv.Close()
-	})
-	b.adminURL = "http://" + ln.Addr().String()
-	return b.adminURL
+	}
 }
 
 // Compact compacts a topic (every partition of a partitioned topic) as

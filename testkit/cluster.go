@@ -1,0 +1,287 @@
+package testkit
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsar/log"
+
+	"github.com/pulsarsim/pulsarsim/admin/view"
+	"github.com/pulsarsim/pulsarsim/broker"
+)
+
+// Cluster is a pulsarsim cluster started for one test: several brokers,
+// each with its own binary and admin listeners, over one store (metadata,
+// ledgers, bundle ownership), as a Pulsar cluster's brokers share
+// ZooKeeper and BookKeeper. Any broker answers a lookup; a bundle gets its
+// owner when it is first looked up; topics move when a bundle is unloaded
+// and when a broker stops or crashes.
+//
+// Each broker has the test API of a lone one (Broker); the cluster's own
+// calls move topics and stop, crash and start brokers. Like the broker's
+// calls that change state, those return an error rather than failing the
+// test.
+type Cluster struct {
+	srv   *broker.Cluster
+	tb    testing.TB
+	clock *broker.OffsetClock
+
+	mu    sync.Mutex
+	nodes []*Broker // the test API of each broker, renewed when it starts again
+	stops []func()  // stop each broker's admin API
+	webs  []string  // each broker's admin listener address, kept across restarts
+}
+
+// StartCluster starts n brokers on 127.0.0.1 and free ports, each with its
+// admin API, configured by opts as Start's (WithBroker; the security
+// options are not supported yet), and registers tb.Cleanup to close them.
+// Broker i's admin API is served on its own port (Broker(i).AdminURL), and
+// the brokers know each other's, for HTTP lookups and redirects. The
+// cluster's brokers share one clock, which Advance moves.
+func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
+	tb.Helper()
+	var set settings
+	for _, o := range opts {
+		o(&set)
+	}
+	clock := &broker.OffsetClock{}
+	srv := broker.NewCluster(n, append([]broker.Option{broker.WithClock(clock)}, set.broker...)...)
+	c := &Cluster{srv: srv, tb: tb, clock: clock}
+	if err := srv.Listen(); err != nil {
+		srv.Close()
+		tb.Fatalf("pulsarsim: start cluster: %v", err)
+	}
+	for i, b := range srv.Brokers() {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			srv.Close()
+			tb.Fatalf("pulsarsim: admin API of broker %d: %v", i, err)
+		}
+		c.webs = append(c.webs, ln.Addr().String())
+		c.nodes = append(c.nodes, nil)
+		c.stops = append(c.stops, nil)
+		c.attach(i, b, ln)
+	}
+	tb.Cleanup(func() {
+		if set.invariants {
+			if err := c.CheckInvariants(); err != nil {
+				tb.Errorf("pulsarsim: %v", err)
+			}
+		}
+		c.mu.Lock()
+		stops, nodes := c.stops, c.nodes
+		c.mu.Unlock()
+		for _, stop := range stops {
+			if stop != nil {
+				stop()
+			}
+		}
+		srv.Close()
+		if tb.Failed() {
+			for i, b := range nodes {
+				tb.Logf("pulsarsim: what broker %d saw (busiest messages first):\n%s", i, b.Timelines(10))
+			}
+		}
+	})
+	return c
+}
+
+// attach gives broker i, serving as b, its test API and its admin API on ln.
+func (c *Cluster) attach(i int, b *broker.Broker, ln net.Listener) {
+	tk := &Broker{srv: b, tb: c.tb, clock: c.clock, history: view.NewHistory(0)}
+	b.OnEvent(tk.history.Record)
+	tk.adminMu.Lock()
+	stop := tk.serveAdmin(ln)
+	tk.adminMu.Unlock()
+	c.mu.Lock()
+	c.nodes[i], c.stops[i] = tk, stop
+	c.mu.Unlock()
+}
+
+// Size returns how many brokers the cluster has, serving or not.
+func (c *Cluster) Size() int { return c.srv.Size() }
+
+// Broker returns the test API of broker i (from 0): the broker serving now,
+// or the last one stopped or crashed. It fails the test for an index the
+// cluster does not have.
+func (c *Cluster) Broker(i int) *Broker {
+	c.tb.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i < 0 || i >= len(c.nodes) {
+		c.tb.Fatalf("pulsarsim: the cluster has no broker %d", i)
+	}
+	return c.nodes[i]
+}
+
+// URL returns a service URL naming every broker, "pulsar://h1:p1,h2:p2", as
+// a client of a cluster is given: the client tries the hosts in turn.
+func (c *Cluster) URL() string { return c.srv.URL() }
+
+// AdminURLs returns each broker's admin API URL, by index.
+func (c *Cluster) AdminURLs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, len(c.webs))
+	for i, w := range c.webs {
+		out[i] = "http://" + w
+	}
+	return out
+}
+
+// Client returns a pulsar-client-go client of the cluster (URL naming every
+// broker), with its logging silenced; opts may adjust the options. It is
+// closed when the test ends.
+func (c *Cluster) Client(opts ...func(*pulsar.ClientOptions)) pulsar.Client {
+	c.tb.Helper()
+	o := pulsar.ClientOptions{URL: c.URL(), Logger: log.DefaultNopLogger()}
+	for _, f := range opts {
+		f(&o)
+	}
+	cl, err := pulsar.NewClient(o)
+	if err != nil {
+		c.tb.Fatalf("pulsarsim: new client: %v", err)
+	}
+	c.tb.Cleanup(cl.Close)
+	return cl
+}
+
+// Owner returns the index of the broker owning topic's bundle (a crashed
+// broker's until its ownership times out), or -1 while nobody owns it. Name
+// a partition for a partitioned topic.
+func (c *Cluster) Owner(topic string) int {
+	c.tb.Helper()
+	n, err := c.srv.Owner(topic)
+	if err != nil {
+		c.tb.Fatalf("pulsarsim: owner of %s: %v", topic, err)
+	}
+	return n
+}
+
+// Bundle returns the bundle holding topic, as "tenant/ns/0x..._0x...".
+func (c *Cluster) Bundle(topic string) string {
+	c.tb.Helper()
+	bd, err := c.srv.BundleOf(topic)
+	if err != nil {
+		c.tb.Fatalf("pulsarsim: bundle of %s: %v", topic, err)
+	}
+	return bd.String()
+}
+
+// Unload unloads the bundle holding topic (see broker.Cluster.Unload).
+func (c *Cluster) Unload(topic string) error { return c.srv.Unload(topic) }
+
+// Move unloads the bundle holding topic with broker to as its destination
+// (see broker.Cluster.Move): with the default modular load manager the
+// bundle goes to it at its next lookup, with the extensible one at once.
+func (c *Cluster) Move(topic string, to int) error { return c.srv.Move(topic, to) }
+
+// Stop shuts broker i down gracefully: it gives its bundles up first, so
+// its clients move to the other brokers. Its admin API stops too.
+func (c *Cluster) Stop(i int) error {
+	c.stopAdmin(i)
+	return c.srv.Stop(i)
+}
+
+// Crash stops broker i without a goodbye: connections cut, its bundles
+// its own until the ownership timeout (30 s of broker time: Advance) has
+// passed, the acknowledgements its cursors had not persisted lost.
+func (c *Cluster) Crash(i int) error {
+	c.stopAdmin(i)
+	return c.srv.Crash(i)
+}
+
+// Start starts broker i again after Stop or Crash, on the same binary and
+// admin addresses, with nothing loaded.
+func (c *Cluster) Start(i int) error {
+	c.tb.Helper()
+	if err := c.srv.Start(i); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	addr := c.webs[i]
+	c.mu.Unlock()
+	ln, err := listenAgain(addr)
+	if err != nil {
+		return err
+	}
+	c.attach(i, c.srv.Broker(i), ln)
+	return nil
+}
+
+// Restart stops broker i gracefully and starts it again.
+func (c *Cluster) Restart(i int) error {
+	if err := c.Stop(i); err != nil {
+		return err
+	}
+	return c.Start(i)
+}
+
+func (c *Cluster) stopAdmin(i int) {
+	c.mu.Lock()
+	var stop func()
+	if i >= 0 && i < len(c.stops) {
+		stop, c.stops[i] = c.stops[i], nil
+	}
+	c.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// listenAgain listens on addr, retrying for a moment while the listener
+// just closed still holds it.
+func listenAgain(addr string) (net.Listener, error) {
+	var err error
+	for range 50 {
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			return ln, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil, err
+}
+
+// Advance moves the cluster's clock forward by d and runs what each serving
+// broker would have done meanwhile (see Broker.Advance). A crashed
+// broker's bundles are free for the others once the ownership timeout has
+// passed.
+func (c *Cluster) Advance(d time.Duration) {
+	c.clock.Advance(d)
+	for _, b := range c.srv.Brokers() {
+		b.RunTimers()
+	}
+}
+
+// Messages returns the messages stored on topic, oldest first, with batches
+// expanded, as the broker owning it holds them. It fails the test when no
+// broker owns the topic.
+func (c *Cluster) Messages(topic string) []broker.Message {
+	c.tb.Helper()
+	n := c.Owner(topic)
+	if n < 0 {
+		c.tb.Fatalf("pulsarsim: no broker owns %s yet", topic)
+	}
+	return c.Broker(n).Messages(topic)
+}
+
+// CheckInvariants checks the settlement invariants of every serving
+// broker (Broker.CheckInvariants), naming the broker of each failure.
+func (c *Cluster) CheckInvariants() error {
+	c.mu.Lock()
+	nodes := append([]*Broker(nil), c.nodes...)
+	c.mu.Unlock()
+	var errs []error
+	for i, b := range nodes {
+		if err := b.CheckInvariants(); err != nil {
+			errs = append(errs, fmt.Errorf("broker %d: %w", i, err))
+		}
+	}
+	return errors.Join(errs...)
+}

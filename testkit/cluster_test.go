@@ -1,0 +1,280 @@
+package testkit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/pulsarsim/pulsarsim/broker"
+	"github.com/pulsarsim/pulsarsim/testkit"
+)
+
+// What pulsar-client-go's own suite checks by stopping and starting a
+// Docker broker, checked here with a pulsarsim broker started again on the
+// same address (a cluster of one keeps its store across the restart).
+
+func TestAProducerReconnectingToAStoppedBrokerClosesCleanly(t *testing.T) {
+	c := testkit.StartCluster(t, 1)
+	p, err := c.Client(shortTimeouts).CreateProducer(pulsar.ProducerOptions{Topic: "reconnecting"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Crash(0); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { p.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close of a producer that keeps reconnecting did not return")
+	}
+}
+
+func TestAConsumerReconnectingToAStoppedBrokerClosesCleanly(t *testing.T) {
+	c := testkit.StartCluster(t, 1)
+	cons, err := c.Client(shortTimeouts).Subscribe(pulsar.ConsumerOptions{Topic: "reconnecting", SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Crash(0); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cons.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close of a consumer that keeps reconnecting did not return")
+	}
+}
+
+func TestASendTimesOutWhileItsBrokerIsDown(t *testing.T) {
+	c := testkit.StartCluster(t, 1)
+	p, err := c.Client().CreateProducer(pulsar.ProducerOptions{Topic: "timing-out", SendTimeout: 200 * time.Millisecond,
+		DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := c.Crash(0); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	p.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: []byte("lost")},
+		func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) { errc <- err })
+	select {
+	case err := <-errc:
+		if !errors.Is(err, pulsar.ErrSendTimeout) {
+			t.Errorf("send while the broker is down: %v, want a send timeout", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the send's callback never came")
+	}
+}
+
+func TestAWaitingConsumerGetsWhatIsSentAfterItsBrokerRestarts(t *testing.T) {
+	c := testkit.StartCluster(t, 1)
+	client := c.Client()
+	cons, err := client.Subscribe(pulsar.ConsumerOptions{Topic: "restarting", SubscriptionName: "s", Type: pulsar.Shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got := make(chan pulsar.Message, 1)
+	go func() {
+		if m, err := cons.Receive(ctx); err == nil {
+			got <- m
+		}
+		close(got)
+	}()
+	if err := c.Restart(0); err != nil {
+		t.Fatal(err)
+	}
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "restarting"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("after")}); err != nil {
+		t.Fatal(err)
+	}
+	m, ok := <-got
+	if !ok || string(m.Payload()) != "after" {
+		t.Fatalf("the waiting consumer got %v (ok %v), want \"after\"", m, ok)
+	}
+	if err := cons.Ack(m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAZeroQueueConsumerAsksForEachMessageAgainAfterItsTopicIsUnloaded(t *testing.T) {
+	c := testkit.StartCluster(t, 1)
+	client := c.Client()
+	const topic = "persistent://public/default/zero-queue"
+	cons, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared,
+		EnableZeroQueueConsumer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range 10 {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(fmt.Sprint(i)), Key: "k"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Broker(0).UnloadTopic(topic); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(m.Payload()) != fmt.Sprint(i) || m.Key() != "k" {
+			t.Fatalf("message %d: %q key %q", i, m.Payload(), m.Key())
+		}
+		if err := cons.Ack(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One more, which the consumer does not ask for: the broker must not
+	// push it, so nothing is unacknowledged.
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("10")}); err != nil {
+		t.Fatal(err)
+	}
+	s := waitSubscription(t, c.Broker(0), topic, "s", func(s broker.SubscriptionSnapshot) bool { return s.Backlog == 1 })
+	for _, cs := range s.Consumers {
+		if cs.Unacked != 0 {
+			t.Errorf("consumer %s holds %d unacknowledged messages it never asked for", cs.Name, cs.Unacked)
+		}
+	}
+}
+
+func TestAClusterMovesATopicWithItsProducerAndConsumer(t *testing.T) {
+	c := testkit.StartCluster(t, 3)
+	const topic = "persistent://public/default/moved"
+	if err := c.Move(topic, 2); err != nil {
+		t.Fatal(err)
+	}
+	client := c.Client()
+	cons, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { p.Close() }()
+	if got := c.Owner(topic); got != 2 {
+		t.Fatalf("owner %d, want 2", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("before")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Move(topic, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitSubscription(t, c.Broker(0), topic, "s", func(s broker.SubscriptionSnapshot) bool { return len(s.Consumers) == 1 })
+	waitProducer(t, c.Broker(0), topic)
+	if raceDetector { // see race_on_test.go
+		p.Close()
+		if p, err = client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("after")}); err != nil {
+		t.Fatal(err)
+	}
+	// "before" may come twice: the client may hold it when its consumer
+	// moves, and the new owner delivers it again as unacknowledged.
+	seen := map[string]int{}
+	for seen["after"] == 0 {
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[string(m.Payload())]++
+		if err := cons.Ack(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if seen["before"] == 0 || len(seen) != 2 {
+		t.Errorf("received %v, want \"before\" and \"after\"", seen)
+	}
+	if got := c.Messages(topic); len(got) != 2 {
+		t.Errorf("the store holds %d messages, want 2", len(got))
+	}
+	if err := c.CheckInvariants(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestAMultiHostURLWhoseFirstHostIsDownStillServes(t *testing.T) {
+	c := testkit.StartCluster(t, 2)
+	if err := c.Stop(0); err != nil {
+		t.Fatal(err)
+	}
+	client := c.Client() // the URL names broker 0 first
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "first-host-down"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Owner("first-host-down"); got != 1 {
+		t.Errorf("owner %d, want 1 (broker 0 is stopped)", got)
+	}
+}
+
+// shortTimeouts sets the client's connection and operation timeouts to 5 s,
+// as pulsar-client-go's own reconnection tests do: a Close waits that long
+// for a broker that does not answer.
+func shortTimeouts(o *pulsar.ClientOptions) {
+	o.ConnectionTimeout, o.OperationTimeout = 5*time.Second, 5*time.Second
+}
+
+// waitSubscription waits until the subscription, as broker b shows it,
+// satisfies cond, and returns it.
+func waitSubscription(t *testing.T, b *testkit.Broker, topic, sub string, cond func(broker.SubscriptionSnapshot) bool) broker.SubscriptionSnapshot {
+	t.Helper()
+	var s broker.SubscriptionSnapshot
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b.WaitFor(ctx, "subscription "+sub+" of "+topic, func() bool {
+		var ok bool
+		s, ok = b.Subscription(topic, sub)
+		return ok && cond(s)
+	})
+	return s
+}
+
+// waitProducer waits until broker b has a producer on topic.
+func waitProducer(t *testing.T, b *testkit.Broker, topic string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b.WaitFor(ctx, "a producer on "+topic, func() bool {
+		ts, ok := b.Topic(topic)
+		return ok && len(ts.Producers) > 0
+	})
+}
