@@ -86,6 +86,7 @@ var confFlags = map[string]string{
 	"brokerDeleteInactiveTopicsMaxInactiveDurationSeconds": "delete-inactive-topics-max-inactive",
 	"brokerDeleteInactiveTopicsMode":                       "delete-inactive-topics-mode",
 	"brokerDeduplicationEnabled":                           "deduplication",
+	"loadManagerClassName":                                 "load-manager",
 }
 
 // applyConfigFile reads a Pulsar standalone.conf and sets every flag it

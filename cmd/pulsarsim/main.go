@@ -79,6 +79,10 @@ func run(args []string) error {
 	viewHistory := fs.Int("view-history", view.DefaultHistoryLimit,
 		"the number of newest broker events the web view keeps for its pictures of message lives")
 	verbose := fs.Bool("v", false, "log every connection event")
+	brokers := fs.Int("brokers", 1,
+		"the number of brokers: N > 1 starts a cluster over one store, the i-th broker (from 0) on the -addr port + i and the -http port + i")
+	loadManager := fs.String("load-manager", "modular",
+		"loadManagerClassName: how a cluster assigns and moves bundles, modular (Pulsar's default) or extensible")
 	configFile := fs.String("config", "", "a Pulsar standalone.conf: its ports, TLS, authentication and authorization keys set the flags not given")
 	sec := addSecurityFlags(fs)
 	quota := addQuotaFlags(fs)
@@ -116,8 +120,16 @@ func run(args []string) error {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	b := broker.New(append([]broker.Option{
+	lm, err := parseLoadManager(*loadManager)
+	if err != nil {
+		return err
+	}
+	if *brokers < 1 {
+		return fmt.Errorf("-brokers %d: want 1 or more", *brokers)
+	}
+	opts := append([]broker.Option{
 		broker.WithLogger(logger),
+		broker.WithLoadManager(lm),
 		broker.WithMaxMessageSize(*maxMsg),
 		broker.WithAutoTopicCreation(*autoCreate),
 		broker.WithAutoNamespaceCreation(*autoNamespaces),
@@ -130,7 +142,17 @@ func run(args []string) error {
 		broker.WithLimits(limits),
 		broker.WithHandshakeTimeout(*handshakeTimeout),
 		broker.WithWriteBufferWaterMarks(*writeLow, *writeHigh),
-	}, secOpts...)...)
+	}, secOpts...)
+	if *brokers > 1 {
+		if refused := clusterRefuses(tlsCfg != nil); refused != "" {
+			return fmt.Errorf("-brokers %d: a cluster does not serve %s yet", *brokers, refused)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return serveCluster(ctx, clusterSpec{n: *brokers, addr: *addr, httpAddr: *httpAddr, opts: opts,
+			withView: *serveView, viewHistory: *viewHistory, logger: logger, wrap: sec.httpHandler})
+	}
+	b := broker.New(opts...)
 	var web *view.Handler
 	if *serveView && *httpAddr != "" {
 		// The history records from before the first client, so the view
@@ -201,6 +223,10 @@ func run(args []string) error {
 	return errors.Join(err, b.Close())
 }
 
+// readHeaderTimeout bounds how long the admin API waits for a request's
+// headers.
+const readHeaderTimeout = 10 * time.Second
+
 // serveAdmin serves the admin API h on each listener until ctx is done,
 // then shuts the servers down (each runs onShutdown, when given). When a
 // server fails first (its listener broke), it logs the failure, shuts the
@@ -210,7 +236,7 @@ func serveAdmin(ctx context.Context, logger *slog.Logger, h http.Handler, onShut
 	failed := make(chan error, len(lns))
 	srvs := make([]*http.Server, len(lns))
 	for i, ln := range lns {
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout}
 		if onShutdown != nil {
 			srv.RegisterOnShutdown(onShutdown)
 		}

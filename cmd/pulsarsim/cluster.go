@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/pulsarsim/pulsarsim/admin"
+	"github.com/pulsarsim/pulsarsim/admin/view"
+	"github.com/pulsarsim/pulsarsim/broker"
+)
+
+// loadManagers maps the values -load-manager takes, Pulsar's class names for
+// loadManagerClassName and their short names, to the load managers.
+var loadManagers = map[string]broker.LoadManager{
+	"modular":    broker.ModularLoadManager,
+	"extensible": broker.ExtensibleLoadManager,
+	"org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl":          broker.ModularLoadManager,
+	"org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl": broker.ExtensibleLoadManager,
+}
+
+// parseLoadManager reads -load-manager.
+func parseLoadManager(v string) (broker.LoadManager, error) {
+	if lm, ok := loadManagers[v]; ok {
+		return lm, nil
+	}
+	return 0, fmt.Errorf("-load-manager %q: want modular or extensible (or Pulsar's class name of either)", v)
+}
+
+// shiftPort returns addr with its port moved up by i ("127.0.0.1:6650", 2 ->
+// "127.0.0.1:6652"); port 0 stays 0 (a free port for each).
+func shiftPort(addr string, i int) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", err
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return "", fmt.Errorf("port of %s: %w", addr, err)
+	}
+	if p != 0 {
+		p += i
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p)), nil
+}
+
+// clusterSpec is what serveCluster starts: n brokers, the i-th serving the
+// binary protocol on addr's port + i and its admin API on httpAddr's port +
+// i (none when httpAddr is empty), each with its web view when withView.
+type clusterSpec struct {
+	n              int
+	addr, httpAddr string
+	opts           []broker.Option
+	withView       bool
+	viewHistory    int
+	logger         *slog.Logger
+	// wrap puts the web port's authentication in front of the admin API.
+	wrap func(http.Handler) (http.Handler, error)
+}
+
+// serveCluster runs a cluster of spec.n brokers over one store until ctx is
+// done, logging each broker's URLs.
+func serveCluster(ctx context.Context, spec clusterSpec) error {
+	c := broker.NewCluster(spec.n, spec.opts...)
+	addrs := make([]string, spec.n)
+	for i := range addrs {
+		a, err := shiftPort(spec.addr, i)
+		if err != nil {
+			return fmt.Errorf("-addr: %w", err)
+		}
+		addrs[i] = a
+	}
+	var servers []*http.Server
+	var webs []*view.Handler
+	closeAll := func() {
+		for _, w := range webs {
+			w.Close()
+		}
+		for _, s := range servers {
+			s.Close()
+		}
+		c.Close()
+	}
+	for _, b := range c.Brokers() {
+		if spec.withView && spec.httpAddr != "" {
+			h := view.NewHistory(spec.viewHistory)
+			b.OnEvent(h.Record)
+			webs = append(webs, view.New(b, h))
+		}
+	}
+	if err := c.Listen(addrs...); err != nil {
+		closeAll()
+		return err
+	}
+	failed := make(chan error, spec.n)
+	for i, b := range c.Brokers() {
+		attrs := []any{"broker", i, "url", b.URL()}
+		if spec.httpAddr != "" {
+			a, err := shiftPort(spec.httpAddr, i)
+			if err != nil {
+				closeAll()
+				return fmt.Errorf("-http: %w", err)
+			}
+			ln, err := net.Listen("tcp", a)
+			if err != nil {
+				closeAll()
+				return err
+			}
+			web := "http://" + ln.Addr().String()
+			b.SetWebServiceURL(web)
+			opts := []admin.Option{admin.WithWebServiceURLs(web, "")}
+			if spec.withView {
+				for pattern, h := range webs[i].Routes() {
+					opts = append(opts, admin.WithHandler(pattern, h))
+				}
+			}
+			h, err := spec.wrap(admin.New(b, opts...))
+			if err != nil {
+				ln.Close()
+				closeAll()
+				return err
+			}
+			srv := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout}
+			servers = append(servers, srv)
+			go func() { failed <- srv.Serve(ln) }()
+			attrs = append(attrs, "admin", web)
+		}
+		spec.logger.Info("pulsarsim broker serving", attrs...)
+	}
+	spec.logger.Info("pulsarsim cluster serving", "brokers", spec.n, "url", c.URL())
+	var err error
+	select {
+	case err = <-failed:
+		if !errors.Is(err, http.ErrServerClosed) {
+			spec.logger.Error("pulsarsim admin API failed", "err", err)
+			err = fmt.Errorf("admin API: %w", err)
+		}
+	case <-ctx.Done():
+		spec.logger.Info("pulsarsim stopping")
+	}
+	closeAll()
+	return err
+}
+
+// clusterRefuses says which flags a cluster cannot serve yet, or "".
+func clusterRefuses(tlsOn bool) string {
+	var out []string
+	if tlsOn {
+		out = append(out, "TLS (-tls-cert)")
+	}
+	return strings.Join(out, ", ")
+}
