@@ -45,6 +45,7 @@ func New(b *broker.Broker, opts ...Option) *Server {
 	s.routeSchemas()
 	s.routeSchemaPolicies()
 	s.routeCluster()
+	s.routeBundles()
 	s.routeMetrics()
 	s.routeSecurity()
 	s.routeTransactions()
@@ -112,6 +113,9 @@ func (s *Server) inNamespace(h http.HandlerFunc) http.HandlerFunc {
 		ns := r.PathValue("tenant") + "/" + r.PathValue("ns")
 		if broker.ValidateNamespaceName(ns) == nil && !s.b.NamespaceExists(ns) {
 			httpError(w, http.StatusNotFound, "Namespace not found")
+			return
+		}
+		if s.redirectToOwner(w, r) {
 			return
 		}
 		h(w, r)

@@ -155,6 +155,11 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) leaderBroker(w http.ResponseWriter, r *http.Request) {
+	if s.clustered() {
+		l := s.b.Leader()
+		reply(w, map[string]string{"serviceUrl": l.WebURL, "brokerId": l.ID}, nil)
+		return
+	}
 	web, webTLS := s.webURLs(r)
 	if web == "" {
 		web = webTLS
@@ -162,15 +167,29 @@ func (s *Server) leaderBroker(w http.ResponseWriter, r *http.Request) {
 	reply(w, map[string]string{"serviceUrl": web, "brokerId": s.brokerID(r)}, nil)
 }
 
-// activeBrokers lists the cluster's brokers: this one. Pulsar answers the
-// same list whatever cluster the path names.
+// activeBrokers lists the cluster's live brokers by id (a lone broker:
+// this one). Pulsar answers the same list whatever cluster the path names.
 func (s *Server) activeBrokers(w http.ResponseWriter, r *http.Request) {
-	reply(w, []string{s.brokerID(r)}, nil)
+	if !s.clustered() {
+		reply(w, []string{s.brokerID(r)}, nil)
+		return
+	}
+	ids := []string{}
+	for _, info := range s.b.Brokers() {
+		if info.Alive {
+			ids = append(ids, info.ID)
+		}
+	}
+	reply(w, ids, nil)
 }
 
 // ownedNamespaces answers the namespace bundles the broker serves: one
 // bundle, the whole hash range, for each namespace with a topic.
 func (s *Server) ownedNamespaces(w http.ResponseWriter, r *http.Request) {
+	if s.clustered() {
+		s.clusterOwnedNamespaces(w, r)
+		return
+	}
 	if id := r.PathValue("broker"); id != s.brokerID(r) {
 		httpError(w, http.StatusNotFound, "Broker id '"+id+"' not found in available brokers.")
 		return
@@ -192,6 +211,28 @@ func (s *Server) ownedNamespaces(w http.ResponseWriter, r *http.Request) {
 			"broker_assignment": "shared", "is_controlled": false, "is_active": true}
 	}
 	reply(w, out, nil)
+}
+
+// clusterOwnedNamespaces answers the bundles a broker of the cluster owns;
+// asked of another broker, it is that broker's answer (307 there).
+func (s *Server) clusterOwnedNamespaces(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("broker")
+	for _, info := range s.b.Brokers() {
+		if info.ID != id || !info.Alive {
+			continue
+		}
+		if !info.Self {
+			http.Redirect(w, r, info.WebURL+r.URL.Path, http.StatusTemporaryRedirect)
+			return
+		}
+		out := map[string]any{}
+		for _, bd := range s.b.OwnedBundles() {
+			out[bd.String()] = map[string]any{"broker_assignment": "shared", "is_controlled": false, "is_active": true}
+		}
+		reply(w, out, nil)
+		return
+	}
+	httpError(w, http.StatusNotFound, "Broker id '"+id+"' not found in available brokers.")
 }
 
 // runtimeConfiguration answers the broker's settings by Pulsar's names, as

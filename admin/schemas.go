@@ -157,8 +157,12 @@ func (s *Server) deleteSchema(w http.ResponseWriter, r *http.Request) {
 
 // lookup answers an HTTP lookup: this broker serves every topic.
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
-	if _, err := topicFromPath(r); err != nil {
+	topic, err := topicFromPath(r)
+	if err != nil {
 		reply(w, nil, err)
+		return
+	}
+	if s.lookupAnswer(w, r, topic) {
 		return
 	}
 	url, tlsURL, _ := s.b.LookupURLs("")
@@ -172,13 +176,19 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
 	}, nil)
 }
 
-// bundle answers the namespace bundle of a topic: a standalone namespace has
-// one bundle spanning the whole hash range.
+// bundle answers the range of the namespace bundle holding a topic, bare,
+// as Pulsar writes it ("0x40000000_0x80000000").
 func (s *Server) bundle(w http.ResponseWriter, r *http.Request) {
-	if _, err := topicFromPath(r); err != nil {
+	topic, err := topicFromPath(r)
+	if err != nil {
 		reply(w, nil, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	writeJSON(w, "0x00000000_0xffffffff")
+	bd, err := s.b.BundleOf(topic)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	w.Write([]byte(bd.Range()))
 }

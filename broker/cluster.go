@@ -210,44 +210,21 @@ func (c *Cluster) Move(topic string, to int) error {
 }
 
 func (c *Cluster) unload(topic string, to int) error {
-	tn, err := ParseTopicName(topic)
+	bd, err := c.BundleOf(topic)
 	if err != nil {
 		return err
 	}
-	o := &c.st.owners
 	c.st.mu.Lock()
-	bd := o.bundleOfLocked(tn.NamespaceName(), tn.String())
-	owner, owned := o.currentOwnerLocked(bd, c.cfg.clock.Now())
-	var dst *node
-	switch {
-	case to >= 0 && !o.nodes[to].alive:
-		c.st.mu.Unlock()
-		return errorf(ErrNotAllowed, "Not allowed unload namespace bundle to inactive destination broker")
-	case to >= 0 && c.cfg.loadManager == ExtensibleLoadManager:
-		if !owned {
-			c.st.mu.Unlock()
-			return errorf(ErrNotAllowed, "Namespace bundle: %s is not owned by any broker.", bd)
-		}
-		if owner == to {
-			c.st.mu.Unlock()
-			return errorf(ErrNotAllowed, "Namespace bundle: %s own by %s, cannot be transfer to same broker.", bd, brokerID(o.nodes[to]))
-		}
-		o.owner[bd] = to
-		d := o.nodes[to]
-		dst = &d
-	default:
-		delete(o.owner, bd)
-		if to >= 0 {
-			o.prefer[bd] = to
-		}
+	at, owned := c.st.owners.currentOwnerLocked(bd, c.cfg.clock.Now())
+	if !owned {
+		at = c.st.owners.leaderLocked()
 	}
 	c.st.mu.Unlock()
-	if owned {
-		if b := c.Broker(owner); b != nil {
-			b.releaseBundle(bd, dst)
-		}
+	b := c.Broker(at)
+	if b == nil {
+		return errors.New("broker: no broker of the cluster is alive")
 	}
-	return nil
+	return b.unloadBundle(bd, to)
 }
 
 // brokerID is a broker's id as Pulsar names it, host:port of its web

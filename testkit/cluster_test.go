@@ -2,8 +2,12 @@ package testkit_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -277,4 +281,99 @@ func waitProducer(t *testing.T, b *testkit.Broker, topic string) {
 		ts, ok := b.Topic(topic)
 		return ok && len(ts.Producers) > 0
 	})
+}
+
+func TestClusterAdminCallsLookupsAndBundleUnloadsReachTheOwner(t *testing.T) {
+	c := testkit.StartCluster(t, 2)
+	const topic = "persistent://public/default/owned-by-one"
+	if err := c.Move(topic, 1); err != nil {
+		t.Fatal(err)
+	}
+	client := c.Client()
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	admins := c.AdminURLs()
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+	// A topic's admin call on the other broker is sent to the owner.
+	resp, err := noFollow.Get(admins[0] + "/admin/v2/persistent/public/default/owned-by-one/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusTemporaryRedirect ||
+		!strings.HasPrefix(loc, admins[1]+"/admin/v2/persistent/public/default/owned-by-one/stats?authoritative=") {
+		t.Errorf("stats on broker 0: %s, Location %q; want 307 to broker 1", resp.Status, loc)
+	}
+	var stats struct {
+		Publishers []struct{ ProducerName string }
+	}
+	getJSON(t, admins[0]+"/admin/v2/persistent/public/default/owned-by-one/stats", &stats)
+	if len(stats.Publishers) != 1 {
+		t.Errorf("stats followed to the owner: %+v, want the one producer", stats)
+	}
+
+	// The HTTP lookup answers the owner's URLs from either broker.
+	var lookup map[string]string
+	getJSON(t, admins[0]+"/lookup/v2/topic/persistent/public/default/owned-by-one", &lookup)
+	if lookup["brokerUrl"] != c.Broker(1).URL() || lookup["httpUrl"] != admins[1] {
+		t.Errorf("lookup on broker 0: %v, want broker 1 (%s, %s)", lookup, c.Broker(1).URL(), admins[1])
+	}
+	resp, err = http.Get(admins[0] + "/lookup/v2/topic/persistent/public/default/owned-by-one/bundle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := strings.TrimPrefix(c.Bundle(topic), "public/default/"); string(body) != want {
+		t.Errorf("bundle of the topic %q, want %q", body, want)
+	}
+
+	// The brokers and their leader.
+	var ids []string
+	getJSON(t, admins[1]+"/admin/v2/brokers/standalone", &ids)
+	if len(ids) != 2 {
+		t.Errorf("brokers %v, want both", ids)
+	}
+	var leader map[string]string
+	getJSON(t, admins[1]+"/admin/v2/brokers/leaderBroker", &leader)
+	if leader["serviceUrl"] != admins[0] {
+		t.Errorf("leader %v, want broker 0 (%s)", leader, admins[0])
+	}
+
+	// An unload of the bundle asked of broker 0 is done by its owner, and
+	// with broker 0 as its destination the producer moves there.
+	id0 := strings.TrimPrefix(admins[0], "http://")
+	req, _ := http.NewRequest(http.MethodPut, admins[0]+"/admin/v2/namespaces/"+c.Bundle(topic)+"/unload?destinationBroker="+id0, nil)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("bundle unload: %s, want 204", resp.Status)
+	}
+	waitProducer(t, c.Broker(0), topic)
+	if got := c.Owner(topic); got != 0 {
+		t.Errorf("owner after the unload %d, want 0", got)
+	}
+}
+
+// getJSON GETs u, following redirects, and decodes its JSON answer into v.
+func getJSON(t *testing.T, u string, v any) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", u, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
 }

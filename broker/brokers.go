@@ -1,0 +1,230 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// What a broker tells of its cluster through its exported API, for the admin
+// API: the brokers and their leader, where a topic is served, the bundles
+// of a namespace, and bundle unloads. A lone broker is a cluster of one.
+
+// BrokerInfo is one broker of the cluster as the store knows it.
+type BrokerInfo struct {
+	// ID is Pulsar's broker id, host:port of the web service (of the
+	// binary service when no web service URL is known).
+	ID                  string
+	URL, URLTLS, WebURL string
+	Alive               bool
+	// Self is set for the broker answering.
+	Self bool
+}
+
+// Brokers returns the brokers of this broker's cluster, by index: just
+// this one for a lone broker.
+func (b *Broker) Brokers() []BrokerInfo {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.owners.nodes) == 0 {
+		nd := node{url: b.advertise(b.url), tlsURL: b.advertise(b.tlsURL), httpURL: b.webURL, alive: !b.closed}
+		return []BrokerInfo{infoOf(nd, true)}
+	}
+	out := make([]BrokerInfo, len(b.owners.nodes))
+	for i, nd := range b.owners.nodes {
+		out[i] = infoOf(nd, i == b.node)
+	}
+	return out
+}
+
+func infoOf(nd node, self bool) BrokerInfo {
+	return BrokerInfo{ID: brokerID(nd), URL: nd.url, URLTLS: nd.tlsURL, WebURL: nd.httpURL, Alive: nd.alive, Self: self}
+}
+
+// Leader returns the cluster's leader broker, the live broker of lowest
+// index (Pulsar's first started); for a lone broker, itself.
+func (b *Broker) Leader() BrokerInfo {
+	bs := b.Brokers()
+	b.mu.Lock()
+	leader := b.owners.leaderLocked()
+	b.mu.Unlock()
+	if leader < 0 || leader >= len(bs) {
+		return bs[0]
+	}
+	return bs[leader]
+}
+
+// LookupResult is where a topic is served, as a lookup answers it: Connect
+// to the broker of the URLs (Redirect: ask that broker again, with
+// Authoritative), Self when that is the broker answering.
+type LookupResult struct {
+	Redirect, Authoritative, Self bool
+	Broker                        BrokerInfo
+}
+
+// Lookup answers where topic is served, as a LOOKUP made with authoritative
+// would be answered (and assigning its bundle when nobody owns it, as a
+// lookup does). It fails with ErrServiceNotReady-like wording when no
+// broker is alive.
+func (b *Broker) Lookup(topic string, authoritative bool) (LookupResult, error) {
+	tn, err := ParseTopicName(topic)
+	if err != nil {
+		return LookupResult{}, err
+	}
+	a := b.lookupOwner(tn, authoritative)
+	if a.failed {
+		return LookupResult{}, errors.New(a.msg)
+	}
+	res := LookupResult{Redirect: !a.connect, Authoritative: a.authoritative, Self: a.self}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if a.self || len(b.owners.nodes) == 0 {
+		nd := node{url: b.advertise(b.url), tlsURL: b.advertise(b.tlsURL), httpURL: b.webURL, alive: true}
+		res.Broker = infoOf(nd, true)
+		return res, nil
+	}
+	for i, nd := range b.owners.nodes {
+		if nd.url == a.url {
+			res.Broker = infoOf(nd, i == b.node)
+		}
+	}
+	return res, nil
+}
+
+// BundleOf returns the bundle holding topic (name a partition for a
+// partitioned topic: each has its own).
+func (b *Broker) BundleOf(topic string) (Bundle, error) {
+	tn, err := ParseTopicName(topic)
+	if err != nil {
+		return Bundle{}, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.owners.bundleOfLocked(tn.NamespaceName(), tn.String()), nil
+}
+
+// Bundles returns the bundles of namespace ns, in hash order.
+func (b *Broker) Bundles(ns string) []Bundle {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.owners.bundleOfLocked(ns, "") // the namespace's bounds, made on first use
+	bs := b.owners.bounds[ns]
+	out := make([]Bundle, 0, len(bs)-1)
+	for i := 0; i+1 < len(bs); i++ {
+		out = append(out, Bundle{Namespace: ns, Lower: bs[i], Upper: bs[i+1]})
+	}
+	return out
+}
+
+// ParseBundle reads a bundle range of namespace ns as Pulsar writes it,
+// "0x00000000_0x40000000".
+func ParseBundle(ns, rng string) (Bundle, error) {
+	lo, hi, ok := strings.Cut(rng, "_")
+	l, err1 := strconv.ParseUint(strings.TrimPrefix(lo, "0x"), 16, 32)
+	h, err2 := strconv.ParseUint(strings.TrimPrefix(hi, "0x"), 16, 32)
+	if !ok || err1 != nil || err2 != nil || !strings.HasPrefix(lo, "0x") || !strings.HasPrefix(hi, "0x") || l >= h {
+		return Bundle{}, errorf(ErrInvalidName, "Invalid bundle range %s", rng)
+	}
+	return Bundle{Namespace: ns, Lower: uint32(l), Upper: uint32(h)}, nil
+}
+
+// BundleOwner returns the broker owning bd now, ok false when nobody does
+// (or the namespace has no such bundle).
+func (b *Broker) BundleOwner(bd Bundle) (BrokerInfo, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.owners.nodes) == 0 {
+		return BrokerInfo{}, false
+	}
+	n, ok := b.owners.currentOwnerLocked(bd, b.cfg.clock.Now())
+	if !ok {
+		return BrokerInfo{}, false
+	}
+	return infoOf(b.owners.nodes[n], n == b.node), true
+}
+
+// OwnedBundles returns the bundles this broker owns.
+func (b *Broker) OwnedBundles() []Bundle {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.owners.nodes) == 0 {
+		return nil
+	}
+	return b.owners.ownedByLocked(b.node)
+}
+
+// ErrNotOwner is returned by UnloadBundle on a broker that does not own the
+// bundle: the request belongs to the owner (the admin API redirects there).
+var ErrNotOwner = errors.New("the bundle is owned by another broker")
+
+// UnloadBundle unloads bundle bd of this broker's cluster, as `pulsar-admin
+// namespaces unload --bundle` does (Cluster.Unload, Cluster.Move);
+// destination, a broker id (host:port of its web service) or "", names the
+// broker to move it to. It fails with ErrNotOwner when another broker owns
+// the bundle (BundleOwner tells which), with ErrNotAllowed for a
+// destination that is not an active broker or, with the extensible load
+// manager, for a bundle nobody owns or a transfer to its own owner. A
+// bundle nobody owns is otherwise left as it is.
+func (b *Broker) UnloadBundle(bd Bundle, destination string) error {
+	to := -1
+	if destination != "" {
+		destination = strings.TrimPrefix(strings.TrimPrefix(destination, "http://"), "https://")
+		for i, info := range b.Brokers() {
+			if info.ID == destination {
+				to = i
+			}
+		}
+		if to < 0 {
+			return errorf(ErrNotAllowed, "Not allowed unload namespace bundle to inactive destination broker")
+		}
+	}
+	return b.unloadBundle(bd, to)
+}
+
+// unloadBundle unloads bd to broker to (-1: none named), when this broker
+// owns it or nobody does.
+func (b *Broker) unloadBundle(bd Bundle, to int) error {
+	o := &b.owners
+	b.mu.Lock()
+	if len(o.nodes) == 0 {
+		b.mu.Unlock()
+		b.releaseBundle(bd, nil) // a lone broker owns everything
+		return nil
+	}
+	owner, owned := o.currentOwnerLocked(bd, b.cfg.clock.Now())
+	var dst *node
+	switch {
+	case owned && owner != b.node:
+		b.mu.Unlock()
+		return ErrNotOwner
+	case to >= 0 && !o.nodes[to].alive:
+		b.mu.Unlock()
+		return errorf(ErrNotAllowed, "Not allowed unload namespace bundle to inactive destination broker")
+	case to >= 0 && b.cfg.loadManager == ExtensibleLoadManager:
+		if !owned {
+			b.mu.Unlock()
+			return errorf(ErrNotAllowed, "Namespace bundle: %s is not owned by any broker.", bd)
+		}
+		if owner == to {
+			b.mu.Unlock()
+			return errorf(ErrNotAllowed, "Namespace bundle: %s own by %s, cannot be transfer to same broker.", bd, brokerID(o.nodes[to]))
+		}
+		o.owner[bd] = to
+		d := o.nodes[to]
+		dst = &d
+	default:
+		delete(o.owner, bd)
+		if to >= 0 {
+			o.prefer[bd] = to
+		}
+	}
+	b.mu.Unlock()
+	if owned {
+		b.releaseBundle(bd, dst)
+	}
+	return nil
+}
+
+// String is the broker's id and URL, for logs.
+func (i BrokerInfo) String() string { return fmt.Sprintf("%s (%s)", i.ID, i.URL) }
