@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,6 +30,7 @@ type Broker struct {
 	done     chan struct{}     // closed by Close
 	conns    map[*conn]struct{}
 	nextProd uint64
+	lookups  atomic.Int64 // LOOKUP commands answered
 	closed   bool
 	// stopping is set once a stop began: the broker loads no more topics
 	// (under mu).

@@ -446,3 +446,6 @@ func (b *Broker) WebServiceURL() string {
 	defer b.mu.Unlock()
 	return b.webURL
 }
+
+// LookupsAnswered counts the LOOKUP commands this broker has answered.
+func (b *Broker) LookupsAnswered() int64 { return b.lookups.Load() }

@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -360,5 +361,55 @@ func TestClusterCrashKeepsWhatTheCursorPersistedAfterTheRateLimit(t *testing.T) 
 	got := sc.redelivered(t, ctx, 1)
 	if len(got) != 1 || got["3"] != 0 {
 		t.Errorf("after the crash got %v, want only message 3, count 0", got)
+	}
+}
+
+func TestClusterExtensibleTransferSendsClientsToTheNewOwnerWithoutALookup(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := startCluster(t, 3, broker.WithLoadManager(broker.ExtensibleLoadManager))
+	topic := "persistent://public/default/transferred"
+	cl := clientOf(t, c.URL())
+	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { p.Close() }()
+	from, _ := c.Owner(topic)
+	to := (from + 1) % 3
+	lookups := func() (n int64) {
+		for _, b := range c.Brokers() {
+			n += b.LookupsAnswered()
+		}
+		return n
+	}
+	before := lookups()
+	if err := c.Move(topic, to); err != nil {
+		t.Fatal(err)
+	}
+	if owner, _ := c.Owner(topic); owner != to {
+		t.Fatalf("owner right after the transfer %d, want %d", owner, to)
+	}
+	waitUntil(t, "the consumer on the new owner", func() bool {
+		s, ok := c.Broker(to).Subscription(topic, "s")
+		return ok && len(s.Consumers) == 1
+	})
+	p = producerAfterMove(t, cl, p, c.Broker(to), topic)
+	if !raceDetector {
+		if n := lookups() - before; n != 0 {
+			t.Errorf("the clients made %d lookups after the transfer, want none (CLOSE_* named the new owner)", n)
+		}
+	}
+	sendNumbered(t, p, 0, 1)
+	if m := receive(t, ctx, cons); string(m.Payload()) != "0" {
+		t.Errorf("got %q after the transfer", m.Payload())
+	}
+	if err := c.Move(topic, to); err == nil || !errors.Is(err, broker.ErrNotAllowed) {
+		t.Errorf("a transfer to the owner itself: %v, want ErrNotAllowed", err)
 	}
 }

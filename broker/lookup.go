@@ -17,6 +17,7 @@ import (
 // it checks that the client may produce to or consume from it, and that the
 // topic's namespace exists (TopicNotFound "Namespace not found" otherwise).
 func (c *conn) handleLookup(l *pb.CommandLookupTopic) {
+	c.b.lookups.Add(1)
 	reqID := l.GetRequestId()
 	tn, err := ParseTopicName(l.GetTopic())
 	if err != nil {
