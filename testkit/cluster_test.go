@@ -377,3 +377,37 @@ func getJSON(t *testing.T, u string, v any) {
 		t.Fatalf("GET %s: %v", u, err)
 	}
 }
+
+// The README's cluster example, as printed there.
+func TestOrdersSurviveABrokerCrash(t *testing.T) {
+	c := testkit.StartCluster(t, 3) // three brokers; c.URL() names them all
+	client := c.Client()
+	consumer, err := client.Subscribe(pulsar.ConsumerOptions{Topic: "orders", SubscriptionName: "billing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	producer, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	if _, err := producer.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("order-1")}); err != nil {
+		t.Fatal(err)
+	}
+
+	owner := c.Owner("orders")             // the broker that owns the topic's bundle
+	if err := c.Crash(owner); err != nil { // connections cut, nothing said
+		t.Fatal(err)
+	}
+	c.Advance(30 * time.Second) // the crashed broker's bundles are free for the others
+
+	msg, err := consumer.Receive(context.Background()) // from the new owner
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(msg.Payload()) != "order-1" || msg.RedeliveryCount() != 0 {
+		t.Fatalf("got %q with count %d", msg.Payload(), msg.RedeliveryCount())
+	}
+	consumer.Ack(msg)
+}
