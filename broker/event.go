@@ -46,6 +46,14 @@ const (
 	// one stored for that name; the producer got a receipt for message
 	// -1:-1 (dedup.go).
 	EventDuplicate EventKind = "duplicate"
+
+	// EventTopicLoaded: the broker loaded Topic, from its ledger (Reason
+	// "loaded") or as a new topic ("created"); EventTopicUnloaded: the
+	// broker gave it up (Reason "unload", or "crash" when it crashed).
+	// Between the two, the topic's dispatchers and redelivery counters are
+	// that broker's (load.go).
+	EventTopicLoaded   EventKind = "topic-loaded"
+	EventTopicUnloaded EventKind = "topic-unloaded"
 )
 
 // MessageID is a Pulsar message id as the broker hands it out.
@@ -60,8 +68,11 @@ type MessageID struct {
 // Event is one thing the broker did or was asked to do. Events are reported
 // in order to the hooks registered with OnEvent.
 type Event struct {
-	Seq          uint64
-	Time         time.Time // broker clock
+	Seq  uint64
+	Time time.Time // broker clock
+	// Broker is the index, in its cluster, of the broker that reported the
+	// event (0 for a lone broker).
+	Broker       int
 	Kind         EventKind
 	Topic        string
 	Subscription string
@@ -134,6 +145,7 @@ func (b *Broker) emitAlone(ev Event) {
 	if !b.tracing() {
 		return
 	}
+	ev.Broker = b.node
 	b.events.push(ev, b.cfg.clock.Now())
 	b.events.flush(false)
 }
@@ -148,6 +160,7 @@ func (b *Broker) emit(ev Event) {
 	if !b.tracing() {
 		return
 	}
+	ev.Broker = b.node
 	b.events.push(ev, b.cfg.clock.Now())
 }
 

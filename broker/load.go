@@ -91,6 +91,11 @@ func (t *Topic) releaseLocked(tell bool, dst *node) *ledger {
 		t.movingTo = nil
 	}
 	t.released = true
+	reason := "unload"
+	if !tell {
+		reason = "crash"
+	}
+	t.b.emit(Event{Kind: EventTopicUnloaded, Topic: t.full, Reason: reason})
 	if !t.name.Persistent {
 		return nil
 	}

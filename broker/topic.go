@@ -271,6 +271,7 @@ func (b *Broker) createTopicLocked(tn TopicName) *Topic {
 		created:    b.cfg.clock.Now(),
 	}
 	t.mu.events = &b.events
+	reason := "loaded"
 	if !tn.Persistent || !b.loadLedgerLocked(t) {
 		t.ledger = b.nextLedger
 		b.nextLedger++
@@ -278,7 +279,10 @@ func (b *Broker) createTopicLocked(tn TopicName) *Topic {
 		if tn.Persistent {
 			b.newLedgerLocked(t)
 		}
+		reason = "created"
 	}
+	// Delivered with the next events of any topic (no topic lock is held).
+	b.emit(Event{Kind: EventTopicLoaded, Topic: t.full, Reason: reason})
 	// No other goroutine sees t before the broker's lock is released, so
 	// its subscriptions are set up here without its own lock.
 	p := b.appliedPoliciesLocked(tn)

@@ -134,7 +134,7 @@ func TestTraceRecordsDeliveriesAcksAndRedeliveryRequests(t *testing.T) {
 			kinds = append(kinds, string(e.Kind))
 		}
 	}
-	want := "consumer-opened published delivered redelivery-asked delivered acked"
+	want := "topic-loaded consumer-opened published delivered redelivery-asked delivered acked"
 	if got := strings.Join(kinds, " "); got != want {
 		t.Fatalf("trace %q, want it to start with %q", got, want)
 	}
