@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,7 +27,12 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	err := run(os.Args[1:])
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		// -h and -help print the usage and ask for nothing else.
+		os.Exit(0)
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "pulsarsim:", err)
 		os.Exit(1)
 	}
@@ -85,10 +91,18 @@ func run(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: pulsarsim takes flags only (-h lists them)", fs.Arg(0))
+	}
+	var ignoredKeys []string
 	if *configFile != "" {
-		if err := applyConfigFile(fs, *configFile); err != nil {
+		var err error
+		if ignoredKeys, err = applyConfigFile(fs, *configFile); err != nil {
 			return err
 		}
+	}
+	if err := checkFlags(fs); err != nil {
+		return err
 	}
 	secOpts, err := sec.brokerOptions()
 	if err != nil {
@@ -107,15 +121,15 @@ func run(args []string) error {
 		Frequency:   time.Duration(*inactiveFrequency) * time.Second,
 		MaxInactive: time.Duration(*inactiveMax) * time.Second,
 		Mode:        broker.InactiveTopicDeleteMode(*inactiveMode)}
-	if m := inactive.Mode; m != broker.DeleteWhenNoSubscriptions && m != broker.DeleteWhenSubscriptionsCaughtUp {
-		return fmt.Errorf("-delete-inactive-topics-mode %q: want %s or %s", m,
-			broker.DeleteWhenNoSubscriptions, broker.DeleteWhenSubscriptionsCaughtUp)
-	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if len(ignoredKeys) > 0 {
+		logger.Warn("pulsarsim ignores the keys of the config file it does not know, as Pulsar does",
+			"file", *configFile, "count", len(ignoredKeys), "keys", strings.Join(ignoredKeys, ","))
+	}
 	b := broker.New(append([]broker.Option{
 		broker.WithLogger(logger),
 		broker.WithMaxMessageSize(*maxMsg),
