@@ -90,9 +90,7 @@ func TestMessageTTLExpiresWhatNobodyAcknowledged(t *testing.T) {
 		b := tg.RequireSim("advances the broker clock")
 		ctx := scenarios.Ctx(t)
 		topic := tg.Topic("ttl-active")
-		if err := b.CreateTopic(topic); err != nil {
-			t.Fatal(err)
-		}
+		b.CreateTopic(topic)
 		b.SetTopicPolicies(topic, broker.Policies{MessageTTLSeconds: new(60)})
 		d := tg.Drive(testkit.DriverOptions{Consumer: sharedConsumer(topic), Script: func(pulsar.Message, int) testkit.Outcome {
 			return testkit.NoAnswer

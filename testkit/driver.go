@@ -168,9 +168,11 @@ func MessageKey(id pulsar.MessageID) string {
 	return fmt.Sprintf("%d:%d:%d:%d", id.LedgerID(), id.EntryID(), id.PartitionIdx(), id.BatchIdx())
 }
 
-// Drive starts a settlement driver against the broker at o.URL. It stops
-// when the test ends, or at Close.
-func Drive(tb testing.TB, o DriverOptions) *Driver {
+// NewDriver starts a settlement driver against the broker at o.URL, any
+// Pulsar broker (Broker.Drive is the form for a test's own broker). It
+// stops when the test ends, or at Close. It fails tb when a consumer cannot
+// start.
+func NewDriver(tb testing.TB, o DriverOptions) *Driver {
 	tb.Helper()
 	if o.Consumers <= 0 {
 		o.Consumers = 1

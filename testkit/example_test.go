@@ -9,7 +9,6 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/pulsarsim/pulsarsim/broker"
 	"github.com/pulsarsim/pulsarsim/testkit"
 )
 
@@ -101,9 +100,7 @@ func ExampleBroker_FailNext() {
 	inTest(func(t *testing.T) {
 		b := testkit.Start(t)
 		// The next SUBSCRIBE fails as a broker that is not ready answers it.
-		if err := b.FailNext("SUBSCRIBE", 1, broker.ServerErrorServiceNotReady); err != nil {
-			t.Fatal(err)
-		}
+		b.FailNext("SUBSCRIBE", 1, testkit.ServerErrorServiceNotReady)
 		_, err := b.Client().Subscribe(pulsar.ConsumerOptions{
 			Topic: "t", SubscriptionName: "s", MaxReconnectToBroker: ptr(uint(0)),
 		})
@@ -124,7 +121,7 @@ func ExampleBroker_Hold() {
 		b := testkit.Start(t)
 		ctx := context.Background()
 		// Set aside the ACKs of topic "jobs" until the test releases them.
-		acks := b.Hold(broker.Fault{Command: "ACK", Topic: "jobs"})
+		acks := b.Hold(testkit.Fault{Command: "ACK", Topic: "jobs"})
 		consumer, err := b.Client().Subscribe(pulsar.ConsumerOptions{
 			Topic: "jobs", SubscriptionName: "workers", Type: pulsar.Shared,
 			NackRedeliveryDelay: 10 * time.Millisecond,
@@ -196,7 +193,7 @@ func ExampleBroker_Advance() {
 		defer producer.Close()
 		producer.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("old")})
 
-		b.SetTopicPolicies("ttl", broker.Policies{MessageTTLSeconds: new(3600)}) // an hour
+		b.SetTopicPolicies("ttl", testkit.Policies{MessageTTLSeconds: new(3600)}) // an hour
 		fmt.Println("backlog before:", b.Sub("ttl", "s").Backlog)
 		b.Advance(2 * time.Hour) // the broker clock jumps; TTL expiry runs
 		fmt.Println("backlog after:", b.Sub("ttl", "s").Backlog)

@@ -12,8 +12,6 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsar/log"
 	"pgregory.net/rapid"
-
-	"github.com/pulsarsim/pulsarsim/broker"
 )
 
 // HandlerCase is one run of CheckHandler. HandlerCases generates them.
@@ -86,7 +84,7 @@ type HandlerRun struct {
 	// Deliveries are what the handlers got, in order, and what they did.
 	Deliveries []Delivery
 	// DeadLetters are the messages of the dead-letter topic.
-	DeadLetters []broker.Message
+	DeadLetters []Message
 }
 
 // Acked returns the indexes (MessageIndex) of the messages a handler acked.
@@ -179,8 +177,8 @@ func (b *Broker) CheckHandler(t rapid.TB, c HandlerCase, h Handler) HandlerRun {
 
 // skipSwitchDelay moves the broker clock to the end of a Failover switch
 // delay the subscription waits out (see SkipFailoverDelay).
-func (b *Broker) skipSwitchDelay(s broker.SubscriptionSnapshot) bool {
-	if s.SwitchingUntil.IsZero() || b.srv.Clock() != broker.Clock(b.clock) {
+func (b *Broker) skipSwitchDelay(s SubscriptionSnapshot) bool {
+	if s.SwitchingUntil.IsZero() || b.srv.Clock() != Clock(b.clock) {
 		return false
 	}
 	if d := s.SwitchingUntil.Sub(b.srv.Clock().Now()); d > 0 {
@@ -202,7 +200,7 @@ func (b *Broker) SkipFailoverDelay(topic, sub string) bool {
 }
 
 // unsettled draws the lives of a subscription's unacknowledged entries.
-func (b *Broker) unsettled(s broker.SubscriptionSnapshot) string {
+func (b *Broker) unsettled(s SubscriptionSnapshot) string {
 	var sb strings.Builder
 	acked := map[int64]bool{}
 	for _, id := range s.Acked {
@@ -210,7 +208,7 @@ func (b *Broker) unsettled(s broker.SubscriptionSnapshot) string {
 	}
 	for n, left := s.MarkDelete.Entry+1, s.Backlog; left > 0; n++ {
 		if !acked[n] {
-			sb.WriteString(b.Timeline(s.Topic, broker.MessageID{Ledger: s.MarkDelete.Ledger, Entry: n}))
+			sb.WriteString(b.Timeline(s.Topic, MessageID{Ledger: s.MarkDelete.Ledger, Entry: n}))
 			left--
 		}
 	}
@@ -267,7 +265,7 @@ func (b *Broker) driveOn(tb testing.TB, o DriverOptions) *Driver {
 	if o.Inject == nil {
 		o.Inject = b.injector(tb, topic, sub)
 	}
-	return Drive(tb, o)
+	return NewDriver(tb, o)
 }
 
 // injector applies scheduled faults to a subscription of topic; the
@@ -282,7 +280,7 @@ func (b *Broker) injector(tb testing.TB, topic, sub string) func(ScheduledFault,
 		case CloseConsumer:
 			b.srv.CloseConsumer(topic, sub, consumer)
 		case FailCommand, DelayCommand:
-			h, err := b.srv.AddFault(broker.Fault{Command: f.Command, Topic: topic, Count: f.Count, Error: f.Error, Delay: f.Delay})
+			h, err := b.srv.AddFault(Fault{Command: f.Command, Topic: topic, Count: f.Count, Error: f.Error, Delay: f.Delay})
 			if err != nil {
 				tb.Errorf("pulsarsim: scheduled fault %+v: %v", f, err)
 				return

@@ -1,5 +1,25 @@
 // Package testkit is pulsarsim's API for tests: start a broker bound to a
-// test, point real clients at it, and inspect what the broker saw.
+// test, point real clients at it, and inspect what the broker saw. A test
+// imports testkit alone (with its Pulsar client and rapid): the broker's
+// types and constants a test names are here too, as aliases (Fault,
+// Policies, MessageID, ServerErrorServiceNotReady, CommandSubscribe,
+// TxnStatusCommitted…).
+//
+// # Errors
+//
+// A Broker is bound to the test that started it, as an httptest.Server is,
+// and its methods return no error: when the broker refuses what a method
+// asks (a fault it cannot apply, a topic that already exists, a publish it
+// does not store, a wait that ends before its condition holds, a
+// transaction it does not know), the method fails the test with
+// t.Fatalf, naming what was refused. The exceptions answer a question
+// rather than do something: Topic and Subscription return false when the
+// topic or subscription does not exist, as a map lookup does; and the
+// Check… methods (CheckInvariants, CheckSettlement, CheckHandler) return
+// what they found, for the test to judge. A function that takes a
+// testing.TB or a rapid.TB (NewDriver, CheckHandler, CaseTB) fails that
+// one. To see the broker's error itself, as a test of a refusal would, use
+// the broker package.
 //
 // Broker.CheckInvariants checks the broker's settlement invariants at any
 // point (WithInvariants at the test's end). Property checks of a consumer's
@@ -149,7 +169,7 @@ func (b *Broker) URL() string { return b.srv.URL() }
 
 // Messages returns the messages stored on topic, oldest first, with batches
 // expanded. It fails the test if a stored entry cannot be decoded.
-func (b *Broker) Messages(topic string) []broker.Message {
+func (b *Broker) Messages(topic string) []Message {
 	b.tb.Helper()
 	ms, err := b.srv.Messages(topic)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 // for the events still on their way to the hooks (see
 // broker.Broker.DeliverEvents), so it must not be called from an OnEvent
 // hook.
-func (b *Broker) Events() []broker.Event {
+func (b *Broker) Events() []Event {
 	b.srv.DeliverEvents()
 	return b.history.Events()
 }
@@ -22,12 +22,12 @@ func (b *Broker) Events() []broker.Event {
 // Timeline draws the life of one message (its entry, for a batch) as the
 // broker saw it: published, each delivery with its redelivery count, acks,
 // redelivery requests, the consumer closes that sent it back, expiry, and
-// the copy a dead-letter policy produced. topic may be short or full.
-func (b *Broker) Timeline(topic string, id broker.MessageID) string {
+// the copy a dead-letter policy produced. topic may be short or full; an
+// invalid name fails the test.
+func (b *Broker) Timeline(topic string, id MessageID) string {
+	b.tb.Helper()
 	tn, err := broker.ParseTopicName(topic)
-	if err != nil {
-		return err.Error()
-	}
+	b.must(err, "timeline of %s", topic)
 	k := view.Key{Topic: tn.String(), Ledger: id.Ledger, Entry: id.Entry}
 	l := view.LifeOf(b.Events(), b.srv, k)
 	if l == nil {

@@ -31,9 +31,11 @@ func (b *Broker) ViewURL() string {
 // WriteReport writes a report of the broker to path, as one self-contained
 // HTML file: the state of every topic and subscription, and a picture of the
 // life of each of the busiest messages (the ones with the most events), as
-// a failing test's report has.
-func (b *Broker) WriteReport(path string) error {
-	return b.writeReport(path, fmt.Sprintf("What the broker saw during %s.", b.tb.Name()), false)
+// a failing test's report has. It fails the test when the file cannot be
+// written.
+func (b *Broker) WriteReport(path string) {
+	b.tb.Helper()
+	b.must(b.writeReport(path, fmt.Sprintf("What the broker saw during %s.", b.tb.Name()), false), "write the report %s", path)
 }
 
 func (b *Broker) writeReport(path, note string, failed bool) error {
