@@ -134,6 +134,11 @@ func (b *Broker) CheckHandler(t rapid.TB, c HandlerCase, h Handler) HandlerRun {
 	defer done()
 	run := HandlerRun{Topic: fmt.Sprintf("persistent://public/default/handler-%d", b.cases.Add(1))}
 	run.DeadLetterTopic = run.Topic + "-DLQ"
+	if _, ok := t.(testing.TB); !ok {
+		// Under rapid, the last case run is the one rapid prints (the shrunk
+		// case, run again for its output): a failure report shows it alone.
+		b.lastCase.Store(&run)
+	}
 	b.publishCase(tb, run.Topic, c)
 	o := DriverOptions{
 		Consumer: pulsar.ConsumerOptions{Topic: run.Topic, SubscriptionName: "sub", Type: c.Type,
@@ -149,10 +154,18 @@ func (b *Broker) CheckHandler(t rapid.TB, c HandlerCase, h Handler) HandlerRun {
 	ctx, cancel := context.WithTimeout(context.Background(), settleBudget)
 	defer cancel()
 	err := b.waitFor(ctx, func() bool {
+		if t.Failed() {
+			return true // the driver or a fault failed the case: its failure is known
+		}
 		s, ok := b.srv.Subscription(run.Topic, "sub")
 		b.skipSwitchDelay(s)
 		return ok && s.Backlog == 0
 	})
+	if t.Failed() {
+		d.Close()
+		t.Fatalf("pulsarsim: the case failed while its messages were handled (see above); deliveries so far:\n%s",
+			listDeliveries(d.Deliveries()))
+	}
 	if err != nil {
 		s, _ := b.srv.Subscription(run.Topic, "sub")
 		d.Close()

@@ -61,7 +61,8 @@ type Broker struct {
 	adminMu  sync.Mutex
 	adminURL string // the admin API's URL once AdminURL started it
 
-	cases atomic.Int64 // CheckHandler runs, for their topic names
+	cases    atomic.Int64               // CheckHandler runs, for their topic names
+	lastCase atomic.Pointer[HandlerRun] // the last CheckHandler run under rapid
 }
 
 // Option configures what Start starts: the broker's own options
@@ -157,7 +158,7 @@ func Start(tb testing.TB, opts ...Option) *Broker {
 			tb.Errorf("pulsarsim: %v", err)
 		}
 		if tb.Failed() {
-			tb.Logf("pulsarsim: what the broker saw (busiest messages first):\n%s", tk.Timelines(10))
+			tk.logFailure()
 		}
 	})
 	return tk

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/pulsarsim/pulsarsim/admin/view"
@@ -39,7 +40,16 @@ func (b *Broker) WriteReport(path string) {
 }
 
 func (b *Broker) writeReport(path, note string, failed bool) error {
-	rep := view.NewReport(b.srv, b.Events(), reportSize)
+	events, topics := b.Events(), func(string) bool { return true }
+	if failed {
+		var scope string
+		events, scope, topics = b.failureScope()
+		if scope != "" {
+			note = fmt.Sprintf("%s failed. These are the lives of the busiest messages%s, as the broker saw them; the other cases' topics are left out.", b.tb.Name(), scope)
+		}
+	}
+	rep := view.NewReport(b.srv, events, reportSize)
+	rep.Topics = slices.DeleteFunc(rep.Topics, func(t view.TopicState) bool { return !topics(t.Name) })
 	rep.Title = b.tb.Name()
 	rep.Note, rep.Failed = note, failed
 	rep.History = b.history.Stats()
