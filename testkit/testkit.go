@@ -24,9 +24,9 @@
 // Broker.CheckInvariants checks the broker's settlement invariants at any
 // point (WithInvariants at the test's end). Property checks of a consumer's
 // handler use the rapid generators HandlerCases, Scripts and
-// FaultSchedules with Broker.CheckHandler; TestWorkerLosesNoMessage in
-// example_property_test.go is the complete example, a property check of a
-// handler in a dozen lines, and runs with the package's tests.
+// FaultSchedules with Broker.CheckHandler; the README's "Property checks of
+// your own consumer" is the complete example, a property check of a
+// handler in a dozen lines, which the module's tests compile and run.
 package testkit
 
 import (
