@@ -27,22 +27,21 @@
 // messages published without a client (Publish, PublishBatch); one stored
 // entry (Entry); stats (TopicStats); schemas; namespace and topic
 // policies (Policies); compaction (Compact, CompactionStatus,
-// RunCompactionCheck); and transactions (Transactions, NewTransaction,
+// RunCompactionCheck); transactions (Transactions, NewTransaction,
 // PublishInTransaction, CommitTransaction, AbortTransaction); faults and
 // holds (AddFault with a Fault on a CommandType, answered with a
-// ServerError code named as the protocol names it, FailNext,
+// ServerError code named as the protocol names it; FailNext,
 // DelayReplies); and the event stream (OnEvent). It takes and returns
-// plain values, fails with the
-// sentinel errors of errors.go, and takes every lock itself.
+// plain values, fails with the sentinel errors of errors.go, and takes
+// every lock itself.
 // CheckSettlement checks every subscription's settlement state against the
 // invariants of Rule, each topic as one state copied under its lock.
 //
 // # Inside
 //
-// The broker is the TCP listener and connections,
-// the handshake, lookups, topics with their in-memory logs, producers,
-// subscriptions and consumers, faults and holds, and the event stream. It is
-// the I/O shell around the pure cursor and dispatch packages: every decision
+// The broker is the TCP listener and connections, the handshake, lookups,
+// topics with their in-memory logs, producers, subscriptions and consumers,
+// faults and holds, and the event stream. It is the I/O shell around the pure cursor and dispatch packages: every decision
 // about acknowledgement and delivery is theirs, and the broker only carries
 // frames to and from the clients.
 //
