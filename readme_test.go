@@ -152,3 +152,21 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestReadmeSaysWhatAGoClientSeesOfAnAbortedTransaction keeps the README's
+// account of aborted transactions with pulsar-client-go v0.19.0 (their
+// messages are delivered, as on Pulsar 4.0.8) tied to the test that pins
+// that behaviour.
+func TestReadmeSaysWhatAGoClientSeesOfAnAbortedTransaction(t *testing.T) {
+	const pin = "TestGoClientsAbortedMessagesAreDeliveredAsOnPulsar"
+	readme, err := os.ReadFile("README.md")
+	must(t, err)
+	if strings.Contains(string(readme), "acknowledged unseen") || !strings.Contains(string(readme), "`"+pin+"`") {
+		t.Errorf("README.md does not say that a Go client's aborted messages are delivered, naming %s", pin)
+	}
+	src, err := os.ReadFile(filepath.Join("broker", "txn_test.go"))
+	must(t, err)
+	if !strings.Contains(string(src), "func "+pin+"(") {
+		t.Errorf("broker/txn_test.go has no %s: the README names a test that is gone", pin)
+	}
+}
