@@ -126,8 +126,14 @@ const settleBudget = 30 * time.Second
 // back. A Failover switch delay is not waited out in real time: the broker
 // clock moves to its end, as Advance does.
 //
+// A case ends as soon as it has failed (a handler that panicked, a
+// scheduled fault the broker refused), without waiting for the settle
+// limit.
+//
 // t is the rapid.T of a property (rapid.Check) or a *testing.T: failures
-// go to it, so that rapid shrinks a failing case.
+// go to it, so that rapid shrinks a failing case. Under rapid, when the
+// test fails, its busiest-messages log and HTML report show the last case
+// run only: the shrunk case, which rapid runs again to print it.
 func (b *Broker) CheckHandler(t rapid.TB, c HandlerCase, h Handler) HandlerRun {
 	t.Helper()
 	tb, done := CaseTB(b.tb, t)
@@ -150,18 +156,20 @@ func (b *Broker) CheckHandler(t rapid.TB, c HandlerCase, h Handler) HandlerRun {
 		o.Consumer.DLQ = &pulsar.DLQPolicy{MaxDeliveries: c.MaxDeliveries, DeadLetterTopic: run.DeadLetterTopic}
 		o.Crash = func(string) {} // see HandlerCases
 	}
+	failedBefore := t.Failed() // a *testing.T may have failed before this case
+	failed := func() bool { return !failedBefore && t.Failed() }
 	d := b.driveOn(tb, o)
 	ctx, cancel := context.WithTimeout(context.Background(), settleBudget)
 	defer cancel()
 	err := b.waitFor(ctx, func() bool {
-		if t.Failed() {
+		if failed() {
 			return true // the driver or a fault failed the case: its failure is known
 		}
 		s, ok := b.srv.Subscription(run.Topic, "sub")
 		b.skipSwitchDelay(s)
 		return ok && s.Backlog == 0
 	})
-	if t.Failed() {
+	if failed() {
 		d.Close()
 		t.Fatalf("pulsarsim: the case failed while its messages were handled (see above); deliveries so far:\n%s",
 			listDeliveries(d.Deliveries()))
