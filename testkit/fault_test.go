@@ -141,7 +141,7 @@ func TestDroppedConnectionFaultMakesTheClientReconnectAndOthersCarryOn(t *testin
 	if err != nil || string(m.Payload()) != "still here" {
 		t.Fatalf("bystander received %v, %v", m, err)
 	}
-	if got := b.Sub("calm", "s").Consumers; len(got) != 1 {
+	if got := mustSub(t, b, "calm", "s").Consumers; len(got) != 1 {
 		t.Fatalf("bystander's subscription has %d consumers", len(got))
 	}
 }

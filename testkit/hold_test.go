@@ -33,7 +33,7 @@ func sharedConsumer(t *testing.T, c pulsar.Client, topic string) pulsar.Consumer
 func pendingCount(t *testing.T, b *testkit.Broker, topic string) int32 {
 	t.Helper()
 	var pending []testkit.PendingMessage
-	for _, c := range b.Sub(topic, "s").Consumers {
+	for _, c := range mustSub(t, b, topic, "s").Consumers {
 		pending = append(pending, c.Pending...)
 	}
 	switch len(pending) {
@@ -69,7 +69,7 @@ func TestHeldAckReleasedAfterARedeliveryOfTheSameMessage(t *testing.T) {
 		len(held.IDs) != 1 || held.IDs[0].Entry != m.ID().EntryID() {
 		t.Fatalf("held %+v, want the ACK of entry %d by worker on s", held, m.ID().EntryID())
 	}
-	if got, backlog := pendingCount(t, b, topic), b.Sub(topic, "s").Backlog; got != 0 || backlog != 1 {
+	if got, backlog := pendingCount(t, b, topic), mustSub(t, b, topic, "s").Backlog; got != 0 || backlog != 1 {
 		t.Fatalf("with the ACK held: pending count %d, backlog %d; want 0 and 1", got, backlog)
 	}
 
@@ -85,7 +85,7 @@ func TestHeldAckReleasedAfterARedeliveryOfTheSameMessage(t *testing.T) {
 	}
 
 	b.Release(ctx, held)
-	if s := b.Sub(topic, "s"); s.Backlog != 0 || pendingCount(t, b, topic) != -1 {
+	if s := mustSub(t, b, topic, "s"); s.Backlog != 0 || pendingCount(t, b, topic) != -1 {
 		t.Fatalf("after the release: backlog %d, consumers %+v; want the message settled", s.Backlog, s.Consumers)
 	}
 	if hold.Fired() != 1 {

@@ -169,7 +169,7 @@ func TestSubscriptionCreatedAtAMessageStartsThere(t *testing.T) {
 	b.CreateSubscription(topic, "early", testkit.Earliest)
 	b.CreateSubscription(topic, "late", testkit.Latest)
 	for sub, want := range map[string]int64{"from-2": 2, "early": 4, "late": 0} {
-		if got := b.Sub(topic, sub).Backlog; got != want {
+		if got := mustSub(t, b, topic, sub).Backlog; got != want {
 			t.Fatalf("subscription %s: backlog %d, want %d", sub, got, want)
 		}
 	}

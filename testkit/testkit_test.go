@@ -344,7 +344,7 @@ func TestExpiryEventNamesTheRangeItCovered(t *testing.T) {
 	// The TTL ran out after a minute; the periodic check at 5 minutes
 	// expires the messages.
 	b.Advance(2 * time.Minute)
-	if got := b.Sub("aging", "s").Backlog; got != 2 {
+	if got := mustSub(t, b, "aging", "s").Backlog; got != 2 {
 		t.Fatalf("backlog %d before the periodic check, want 2", got)
 	}
 	b.Advance(3 * time.Minute)
@@ -358,4 +358,15 @@ func TestExpiryEventNamesTheRangeItCovered(t *testing.T) {
 	if len(got) != 1 || got[0].From.Entry != 1 || got[0].ID.Entry != 2 {
 		t.Fatalf("expiry events %+v, want one from entry 1 to entry 2", got)
 	}
+}
+
+// mustSub returns a subscription's snapshot, failing the test when it does
+// not exist.
+func mustSub(t testing.TB, b *testkit.Broker, topic, name string) testkit.SubscriptionSnapshot {
+	t.Helper()
+	s, ok := b.Subscription(topic, name)
+	if !ok {
+		t.Fatalf("no subscription %s on %s", name, topic)
+	}
+	return s
 }
