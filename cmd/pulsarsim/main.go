@@ -2,8 +2,12 @@
 // with its admin HTTP API on 127.0.0.1:8080, until it is interrupted. Any
 // Pulsar client can connect to it. Given a certificate it also serves
 // pulsar+ssl:// on 6651 and https:// on 8443, as a standalone does; -config
-// reads a Pulsar standalone.conf. It exits non-zero when a listener cannot be
-// opened, or when the admin API's server fails while running.
+// reads a Pulsar standalone.conf (the keys it does not know are named in a
+// warning and skipped, as Pulsar skips them). -h prints the flags and exits
+// 0. It exits 1 when an argument, a flag's value or a line of the config
+// file is refused (each message names the flag, key or line and what it
+// accepts), when a listener cannot be opened, or when the admin API's
+// server fails while running.
 package main
 
 import (
