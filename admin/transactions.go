@@ -86,7 +86,7 @@ func (s *Server) transactionMetadata(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, err.Error())
 		return
 	}
-	md := txnMetadata{TxnID: id.String(), Status: t.Status, OpenTimestamp: t.Opened.UnixMilli(),
+	md := txnMetadata{TxnID: id.String(), Status: string(t.Status), OpenTimestamp: t.Opened.UnixMilli(),
 		TimeoutAt: t.Timeout.Milliseconds(), Owner: t.Owner,
 		ProducedPartitions: map[string]txnInBuffer{}, AckedPartitions: map[string]map[string]txnInPendingAck{}}
 	for _, p := range t.Partitions {

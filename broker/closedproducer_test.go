@@ -46,9 +46,7 @@ func TestSendInFlightWhenTheBrokerClosesItsProducerIsIgnoredAndTheConnectionStay
 	p.SendAsync(ctx, &pulsar.ProducerMessage{Payload: []byte("in flight")},
 		func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) { result <- err })
 	send := b.NextHeld(ctx, sends)
-	if err := b.UnloadTopic("unloaded"); err != nil {
-		t.Fatal(err)
-	}
+	b.UnloadTopic("unloaded")
 	create := b.NextHeld(ctx, creates)
 	b.Release(ctx, send, create) // fails if the SEND took the connection down
 

@@ -1,7 +1,47 @@
-// Package broker is pulsarsim's server: the TCP listener and connections,
-// the handshake, lookups, topics with their in-memory logs, producers,
-// subscriptions and consumers, faults and holds, and the event stream. It is
-// the I/O shell around the pure cursor and dispatch packages: every decision
+// Package broker is pulsarsim's broker: an Apache Pulsar broker in a Go
+// process, on real TCP sockets, that unmodified Pulsar clients connect to.
+//
+// A test does not need this package: testkit starts a Broker for each test
+// (testkit.Start), closes it when the test ends, and names the types and
+// constants a test uses (Fault, Policies, MessageID, the error codes, the
+// command types). Use broker itself to run a broker in a program of your
+// own, as cmd/pulsarsim does, or to see the errors of its API:
+//
+//	b := broker.New(broker.WithTransactions(true))
+//	if err := b.Listen("127.0.0.1:6650"); err != nil {
+//		return err
+//	}
+//	defer b.Close()
+//	// clients connect to b.URL(); admin.New(b) serves its admin REST API
+//
+// New takes Options (With…) for what a standalone.conf would set: limits,
+// policies' defaults, security, transactions, deduplication, the clock.
+// Listen and ListenTLS serve the binary protocol; Close ends every
+// connection and waits for the broker's goroutines.
+//
+// # The exported API
+//
+// Beside the wire protocol, Broker has an exported API, the one the admin
+// REST API (package admin) and tests (package testkit) use: tenants,
+// namespaces and topics; subscriptions created at a position and deleted;
+// messages published without a client (Publish, PublishBatch); one stored
+// entry (Entry); stats (TopicStats); schemas; namespace and topic
+// policies (Policies); compaction (Compact, CompactionStatus,
+// RunCompactionCheck); transactions (Transactions, NewTransaction,
+// PublishInTransaction, CommitTransaction, AbortTransaction); faults and
+// holds (AddFault with a Fault on a CommandType, answered with a
+// ServerError code named as the protocol names it; FailNext,
+// DelayReplies); and the event stream (OnEvent). It takes and returns
+// plain values, fails with the sentinel errors of errors.go, and takes
+// every lock itself.
+// CheckSettlement checks every subscription's settlement state against the
+// invariants of Rule, each topic as one state copied under its lock.
+//
+// # Inside
+//
+// The broker is the TCP listener and connections, the handshake, lookups,
+// topics with their in-memory logs, producers, subscriptions and consumers,
+// faults and holds, and the event stream. It is the I/O shell around the pure cursor and dispatch packages: every decision
 // about acknowledgement and delivery is theirs, and the broker only carries
 // frames to and from the clients.
 //
@@ -74,18 +114,4 @@
 // broker or event lock held, at most under the handling lock of the
 // connection whose command caused them (or the timers' run lock), and may
 // call back into the broker.
-//
-// # The exported API
-//
-// Beside the wire protocol, Broker has an exported API, the one the admin
-// REST API (package admin) and tests (package testkit) use: tenants,
-// namespaces and topics; subscriptions created at a position and deleted;
-// messages published without a client (Publish, PublishBatch); one stored
-// entry (Entry); stats (TopicStats); schemas; namespace and topic
-// policies (Policies); compaction (Compact, CompactionStatus,
-// RunCompactionCheck); and transactions (Transactions, NewTransaction,
-// PublishInTransaction, CommitTransaction, AbortTransaction). It takes and returns plain values, fails with the
-// sentinel errors of errors.go, and takes every lock itself.
-// CheckSettlement checks every subscription's settlement state against the
-// invariants of Rule, each topic as one state copied under its lock.
 package broker

@@ -21,10 +21,11 @@ import (
 // fault fires (the delays add up), then the first matching fault with
 // another action, in the order they were added; the others do not fire.
 type Fault struct {
-	// Command is the command kind, by its protocol name: "SUBSCRIBE",
-	// "PRODUCER", "SEND", "ACK", "FLOW", "REDELIVER_UNACKNOWLEDGED_MESSAGES",
-	// "LOOKUP", "PARTITIONED_METADATA", "GET_SCHEMA", "SEEK"…
-	Command string
+	// Command is the command kind, by its protocol name: CommandSubscribe
+	// ("SUBSCRIBE"), CommandProducer, CommandSend, CommandAck, CommandFlow,
+	// CommandRedeliverUnacknowledgedMessages, CommandLookup,
+	// CommandPartitionedMetadata, CommandGetSchema, CommandSeek…
+	Command CommandType
 	// Topic narrows the fault to commands about this topic, by short or full
 	// name. The name of a partitioned topic also matches its partitions.
 	// SUBSCRIBE, PRODUCER, LOOKUP, PARTITIONED_METADATA and the schema
@@ -162,7 +163,7 @@ func (b *Broker) AddFault(f Fault) (*FaultHandle, error) {
 }
 
 func (b *Broker) newFault(f Fault) (*FaultHandle, error) {
-	kind, err := commandType(f.Command)
+	kind, err := commandType(string(f.Command))
 	if err != nil {
 		return nil, err
 	}
@@ -339,16 +340,16 @@ func (h *FaultHandle) matches(s commandScope) bool {
 // has no answer (FLOW, an ACK without request id…) is dropped instead. A
 // new call for the same kind replaces the last one; n <= 0 clears it. It is
 // AddFault with Count n and no scope.
-func (b *Broker) FailNext(kind string, n int, code ServerError) error {
-	return b.replaceLegacy(kind, false, n > 0, Fault{Command: kind, Count: n, Error: code})
+func (b *Broker) FailNext(kind CommandType, n int, code ServerError) error {
+	return b.replaceLegacy(string(kind), false, n > 0, Fault{Command: kind, Count: n, Error: code})
 }
 
 // DelayReplies makes the broker wait d before it handles each command of a
 // kind, so its reply comes d later; 0 removes the delay. The connection's
 // later commands wait behind it, as behind a slow broker. It is AddFault with
 // Delay d and no scope.
-func (b *Broker) DelayReplies(kind string, d time.Duration) error {
-	return b.replaceLegacy(kind, true, d > 0, Fault{Command: kind, Delay: d})
+func (b *Broker) DelayReplies(kind CommandType, d time.Duration) error {
+	return b.replaceLegacy(string(kind), true, d > 0, Fault{Command: kind, Delay: d})
 }
 
 // replaceLegacy removes the FailNext or DelayReplies fault of f's kind and,

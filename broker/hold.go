@@ -27,8 +27,8 @@ import (
 // HeldCommand is a command a hold set aside. Its exported fields describe it;
 // they do not change.
 type HeldCommand struct {
-	// Command is the command kind, "ACK" for instance.
-	Command string
+	// Command is the command kind, CommandAck ("ACK") for instance.
+	Command CommandType
 	// Topic, Subscription, Consumer and Producer are what the command
 	// concerns (as a Fault matches them), empty when it concerns none.
 	Topic, Subscription, Consumer, Producer string
@@ -108,7 +108,7 @@ func (h *HeldCommand) finish(err error) {
 // hold sets the command of f aside for the hold fault fh.
 func (c *conn) hold(fh *FaultHandle, f protocol.Frame, scope commandScope) {
 	h := &HeldCommand{
-		Command: f.Command.GetType().String(), Topic: scope.topic, Subscription: scope.subscription,
+		Command: CommandType(f.Command.GetType().String()), Topic: scope.topic, Subscription: scope.subscription,
 		Consumer: scope.consumer, Producer: scope.producer, IDs: commandIDs(f.Command),
 		conn: c, fault: fh, done: make(chan struct{}),
 		frame: protocol.Frame{Command: proto.Clone(f.Command).(*pb.BaseCommand), Payload: bytes.Clone(f.Payload)},

@@ -157,9 +157,7 @@ func TestRetentionAndPoliciesKeepInactiveTopics(t *testing.T) {
 
 func TestPartitionsOfAnInactivePartitionedTopicGoAndComeBack(t *testing.T) {
 	b := testkit.Start(t)
-	if err := b.CreatePartitionedTopic("parted", 2); err != nil {
-		t.Fatal(err)
-	}
+	b.CreatePartitionedTopic("parted", 2)
 	b.Advance(2 * time.Minute)
 	if has(b, "parted-partition-0") || has(b, "parted-partition-1") {
 		t.Fatalf("partitions kept: %v", b.Topics())
@@ -185,9 +183,7 @@ func TestKeptInactiveTopicsStay(t *testing.T) {
 
 func TestSystemTopicsAreNeverDeletedForInactivity(t *testing.T) {
 	b := testkit.Start(t, testkit.WithAutoNamespaces())
-	if err := b.CreateTopic("persistent://pulsar/system/idle"); err != nil {
-		t.Fatal(err)
-	}
+	b.CreateTopic("persistent://pulsar/system/idle")
 	b.Advance(10 * time.Minute)
 	if !slices.Contains(b.Topics(), "persistent://pulsar/system/idle") {
 		t.Fatalf("topics %v", b.Topics())

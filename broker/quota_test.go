@@ -35,7 +35,7 @@ func TestSizeQuotaRefusesProducersAndTheCheckDisconnectsThem(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if size, _ := b.BacklogSize(topic); size < 12<<10 {
+	if size := b.BacklogSize(topic); size < 12<<10 {
 		t.Fatalf("backlog size %d, want over 12 KiB", size)
 	}
 	_, err = client.CreateProducer(pulsar.ProducerOptions{Topic: topic})
@@ -107,7 +107,7 @@ func TestSizeQuotaEvictsTheSlowestSubscription(t *testing.T) {
 	b.CreateSubscription(topic, "fast", broker.Latest)
 	b.SetTopicPolicies(topic, broker.Policies{BacklogQuota: &broker.BacklogQuota{
 		LimitBytes: 5 << 10, LimitSeconds: -1, Policy: broker.ConsumerBacklogEviction}})
-	size, _ := b.BacklogSize(topic)
+	size := b.BacklogSize(topic)
 	// The share over 90% of 5 KiB, of 10 entries, rounded down.
 	want := int64(10 - int((float64(size)-0.9*5*1024)/float64(size)*10))
 	b.RunBacklogQuotaCheck()

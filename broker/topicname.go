@@ -2,6 +2,7 @@ package broker
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -43,6 +44,9 @@ func ParseTopicName(s string) (TopicName, error) {
 	case "non-persistent":
 	default:
 		return TopicName{}, errorf(ErrInvalidName, "Invalid topic domain: '%s'", domain)
+	}
+	if slices.Contains(strings.Split(rest, "/"), "") {
+		return TopicName{}, errorf(ErrInvalidName, "Invalid topic name: %s (a part of it between slashes is empty)", s)
 	}
 	parts := strings.SplitN(rest, "/", 4)
 	if len(parts) == 4 {

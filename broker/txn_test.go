@@ -72,7 +72,7 @@ func TestTransactionalMessageReachesConsumersOnlyAfterCommit(t *testing.T) {
 		}
 		cons.Ack(m)
 	}
-	got := b.Transaction(testkit.TxnID(txn))
+	got := b.Transaction(testkit.TxnIDOf(txn))
 	if got.Status != "COMMITTED" || len(got.Produced) != 1 || got.Produced[0].ID.Entry != inTxn.EntryID() {
 		t.Fatalf("transaction: %+v", got)
 	}
@@ -204,7 +204,7 @@ func TestCommitAcknowledgesWhatTheTransactionAcked(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.WaitBacklog(ctx, "t", "s", 0)
-	if got := b.Transaction(testkit.TxnID(txn)); len(got.Acked) != 3 || got.Subscriptions[0].Subscription != "s" {
+	if got := b.Transaction(testkit.TxnIDOf(txn)); len(got.Acked) != 3 || got.Subscriptions[0].Subscription != "s" {
 		t.Fatalf("transaction: %+v", got)
 	}
 }
@@ -253,7 +253,7 @@ func TestTimeoutAbortsOnTheBrokerClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Advance(time.Minute + time.Second)
-	got := b.WaitTransaction(ctx, testkit.TxnID(txn), "ABORTED")
+	got := b.WaitTransaction(ctx, testkit.TxnIDOf(txn), "ABORTED")
 	if !got.TimedOut {
 		t.Fatalf("transaction: %+v", got)
 	}

@@ -45,13 +45,25 @@ type TxnSubscription struct {
 	Topic, Subscription string
 }
 
+// TxnStatus is the state of a transaction, by the name Pulsar's TxnStatus
+// gives it.
+type TxnStatus string
+
+// The states of a transaction.
+const (
+	TxnStatusOpen       TxnStatus = "OPEN"
+	TxnStatusCommitting TxnStatus = "COMMITTING"
+	TxnStatusCommitted  TxnStatus = "COMMITTED"
+	TxnStatusAborting   TxnStatus = "ABORTING"
+	TxnStatusAborted    TxnStatus = "ABORTED"
+)
+
 // Transaction is a plain-value copy of what the broker knows of a
 // transaction, comparable with go-cmp.
 type Transaction struct {
 	ID TxnID
-	// Status is Pulsar's name of its state: "OPEN", "COMMITTING",
-	// "COMMITTED", "ABORTING" or "ABORTED".
-	Status string
+	// Status is its state, by Pulsar's name (TxnStatus).
+	Status TxnStatus
 	// TimedOut is set when its timeout, not a client, aborted it.
 	TimedOut bool
 	// Owner is the role that opened it, "" without authentication.
@@ -72,7 +84,7 @@ type Transaction struct {
 }
 
 func (r *txnRecord) snapshot() Transaction {
-	tr := Transaction{ID: r.id, Status: r.status.String(), TimedOut: r.timedOut, Owner: r.owner,
+	tr := Transaction{ID: r.id, Status: TxnStatus(r.status.String()), TimedOut: r.timedOut, Owner: r.owner,
 		Opened: r.opened, Timeout: r.timeout, Ended: r.ended,
 		Partitions: slices.Clone(r.partitions), Produced: slices.Clone(r.produced), Acked: slices.Clone(r.acked)}
 	for _, s := range r.subs {

@@ -136,7 +136,7 @@ func TestEdge4AnAckMovesTheCursorPastTheMessage(t *testing.T) {
 	d.Wait(ctx, "three acks", acked(3))
 	if b := tg.Inspect(); b != nil {
 		b.WaitBacklog(ctx, topic, "sub", 0)
-		if md := b.Sub(topic, "sub").MarkDelete; md.Entry != ids[2].EntryID() {
+		if md := mustSub(t, b, topic, "sub").MarkDelete; md.Entry != ids[2].EntryID() {
 			t.Fatalf("mark-delete at entry %d, want %d", md.Entry, ids[2].EntryID())
 		}
 	}
@@ -207,7 +207,7 @@ func TestEdge6NoAnswerKeepsTheMessageUntilTheConsumerLeaves(t *testing.T) {
 	tg.Produce(topic, 1, nil)
 	silent.Wait(ctx, "the delivery", func(ds []testkit.Delivery) bool { return len(ds) == 1 })
 	if b := tg.Inspect(); b != nil {
-		s := b.Sub(topic, "sub")
+		s := mustSub(t, b, topic, "sub")
 		if len(s.Consumers) != 1 || len(s.Consumers[0].Pending) != 1 || s.Consumers[0].Pending[0].RedeliveryCount != 0 {
 			t.Fatalf("the unanswered message should be pending at the silent consumer: %+v", s.Consumers)
 		}

@@ -71,15 +71,15 @@ func TestMessageTTLExpiresWhatNobodyAcknowledged(t *testing.T) {
 		ids := tg.Produce(topic, 3, nil)
 		b.SetNamespacePolicies("public/default", broker.Policies{MessageTTLSeconds: new(60)})
 		b.Advance(30 * time.Second)
-		if got := b.Sub(topic, "sub").Backlog; got != 3 {
+		if got := mustSub(t, b, topic, "sub").Backlog; got != 3 {
 			t.Fatalf("backlog %d before the TTL passed, want 3", got)
 		}
 		b.Advance(31 * time.Second) // past the TTL, before the first check
-		if got := b.Sub(topic, "sub").Backlog; got != 3 {
+		if got := mustSub(t, b, topic, "sub").Backlog; got != 3 {
 			t.Fatalf("backlog %d before the periodic check, want 3", got)
 		}
 		b.Advance(4 * time.Minute) // the check at 5 minutes
-		s := b.Sub(topic, "sub")
+		s := mustSub(t, b, topic, "sub")
 		if s.Backlog != 0 || s.MarkDelete.Entry != ids[2].EntryID() {
 			t.Fatalf("after the check: backlog %d, mark-delete %d, want 0 and %d", s.Backlog, s.MarkDelete.Entry, ids[2].EntryID())
 		}
@@ -90,9 +90,7 @@ func TestMessageTTLExpiresWhatNobodyAcknowledged(t *testing.T) {
 		b := tg.RequireSim("advances the broker clock")
 		ctx := scenarios.Ctx(t)
 		topic := tg.Topic("ttl-active")
-		if err := b.CreateTopic(topic); err != nil {
-			t.Fatal(err)
-		}
+		b.CreateTopic(topic)
 		b.SetTopicPolicies(topic, broker.Policies{MessageTTLSeconds: new(60)})
 		d := tg.Drive(testkit.DriverOptions{Consumer: sharedConsumer(topic), Script: func(pulsar.Message, int) testkit.Outcome {
 			return testkit.NoAnswer
@@ -101,7 +99,7 @@ func TestMessageTTLExpiresWhatNobodyAcknowledged(t *testing.T) {
 		d.Wait(ctx, "both deliveries", func(ds []testkit.Delivery) bool { return len(ds) == 2 })
 		b.Advance(59 * time.Second)
 		b.RunExpiryCheck()
-		if got := b.Sub(topic, "sub").Backlog; got != 2 {
+		if got := mustSub(t, b, topic, "sub").Backlog; got != 2 {
 			t.Fatalf("backlog %d before the TTL passed, want 2", got)
 		}
 		// Pulsar 4.0.8's periodic check expires a connected subscription's
@@ -117,4 +115,15 @@ func TestMessageTTLExpiresWhatNobodyAcknowledged(t *testing.T) {
 			t.Fatal("no expiry event in the trace")
 		}
 	})
+}
+
+// mustSub returns a subscription's snapshot, failing the test when it does
+// not exist.
+func mustSub(t testing.TB, b *testkit.Broker, topic, name string) testkit.SubscriptionSnapshot {
+	t.Helper()
+	s, ok := b.Subscription(topic, name)
+	if !ok {
+		t.Fatalf("no subscription %s on %s", name, topic)
+	}
+	return s
 }

@@ -140,7 +140,7 @@ func (t *Target) Drive(o testkit.DriverOptions) *testkit.Driver {
 		return t.Sim.Drive(o)
 	}
 	o.URL = t.URL
-	return testkit.Drive(t.tb, o)
+	return testkit.NewDriver(t.tb, o)
 }
 
 // Produce publishes n messages, one entry each, with the property "i" set to

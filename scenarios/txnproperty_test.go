@@ -356,7 +356,7 @@ func (r *txnRun) timeout() {
 	if b := r.tg.Inspect(); b != nil {
 		b.Advance(m.shortTO + time.Second)
 		for _, k := range due {
-			b.WaitTransaction(r.ctx, testkit.TxnID(m.txns[k].txn), "ABORTED")
+			b.WaitTransaction(r.ctx, testkit.TxnIDOf(m.txns[k].txn), testkit.TxnStatusAborted)
 		}
 	} else {
 		time.Sleep(m.shortTO + 2*time.Second) // the real broker's own timer

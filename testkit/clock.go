@@ -2,8 +2,6 @@ package testkit
 
 import (
 	"time"
-
-	"github.com/pulsarsim/pulsarsim/broker"
 )
 
 // Advance moves the broker clock forward by d, and the broker does what it
@@ -18,7 +16,7 @@ import (
 // was given a clock of its own.
 func (b *Broker) Advance(d time.Duration) {
 	b.tb.Helper()
-	if b.srv.Clock() != broker.Clock(b.clock) {
+	if b.srv.Clock() != Clock(b.clock) {
 		b.tb.Fatal("pulsarsim: Advance needs the clock testkit.Start installs, not one passed with broker.WithClock")
 	}
 	b.clock.Advance(d)

@@ -23,9 +23,9 @@ import (
 // and when a broker stops or crashes.
 //
 // Each broker has the test API of a lone one (Broker); the cluster's own
-// calls move topics and stop, crash and start brokers. Like the broker's
-// calls that change state, those return an error rather than failing the
-// test.
+// calls move topics and stop, crash and start brokers. As a Broker's, they
+// fail the test when the cluster refuses what they ask (see the package
+// doc); the broker package's Cluster returns the error itself.
 type Cluster struct {
 	srv   *broker.Cluster
 	tb    testing.TB
@@ -174,52 +174,62 @@ func (c *Cluster) Bundle(topic string) string {
 }
 
 // Unload unloads the bundle holding topic (see broker.Cluster.Unload).
-func (c *Cluster) Unload(topic string) error { return c.srv.Unload(topic) }
+func (c *Cluster) Unload(topic string) {
+	c.tb.Helper()
+	c.must(c.srv.Unload(topic), "unload the bundle of %s", topic)
+}
 
 // Move unloads the bundle holding topic with broker to as its destination
 // (see broker.Cluster.Move): with the default modular load manager the
 // bundle goes to it at its next lookup, with the extensible one at once.
-func (c *Cluster) Move(topic string, to int) error { return c.srv.Move(topic, to) }
+func (c *Cluster) Move(topic string, to int) {
+	c.tb.Helper()
+	c.must(c.srv.Move(topic, to), "move %s to broker %d", topic, to)
+}
 
 // Stop shuts broker i down gracefully: it gives its bundles up first, so
 // its clients move to the other brokers. Its admin API stops too.
-func (c *Cluster) Stop(i int) error {
+func (c *Cluster) Stop(i int) {
+	c.tb.Helper()
 	c.stopAdmin(i)
-	return c.srv.Stop(i)
+	c.must(c.srv.Stop(i), "stop broker %d", i)
 }
 
 // Crash stops broker i without a goodbye: connections cut, its bundles
 // its own until the ownership timeout (30 s of broker time: Advance) has
 // passed, the acknowledgements its cursors had not persisted lost.
-func (c *Cluster) Crash(i int) error {
+func (c *Cluster) Crash(i int) {
+	c.tb.Helper()
 	c.stopAdmin(i)
-	return c.srv.Crash(i)
+	c.must(c.srv.Crash(i), "crash broker %d", i)
 }
 
 // Start starts broker i again after Stop or Crash, on the same binary and
 // admin addresses, with nothing loaded.
-func (c *Cluster) Start(i int) error {
+func (c *Cluster) Start(i int) {
 	c.tb.Helper()
-	if err := c.srv.Start(i); err != nil {
-		return err
-	}
+	c.must(c.srv.Start(i), "start broker %d", i)
 	c.mu.Lock()
 	addr := c.webs[i]
 	c.mu.Unlock()
 	ln, err := listenAgain(addr)
-	if err != nil {
-		return err
-	}
+	c.must(err, "admin API of broker %d", i)
 	c.attach(i, c.srv.Broker(i), ln)
-	return nil
 }
 
 // Restart stops broker i gracefully and starts it again.
-func (c *Cluster) Restart(i int) error {
-	if err := c.Stop(i); err != nil {
-		return err
+func (c *Cluster) Restart(i int) {
+	c.tb.Helper()
+	c.Stop(i)
+	c.Start(i)
+}
+
+// must fails the test when err is set, naming what was asked.
+func (c *Cluster) must(err error, what string, args ...any) {
+	c.tb.Helper()
+	if err != nil {
+		c.tb.Fatalf("pulsarsim: %s: %v", fmt.Sprintf(what, args...), err)
 	}
-	return c.Start(i)
 }
 
 func (c *Cluster) stopAdmin(i int) {
@@ -285,3 +295,7 @@ func (c *Cluster) CheckInvariants() error {
 	}
 	return errors.Join(errs...)
 }
+
+// WithLoadManager selects a cluster's load manager (ModularLoadManager by
+// default), as Pulsar's loadManagerClassName does.
+func WithLoadManager(lm LoadManager) Option { return WithBroker(broker.WithLoadManager(lm)) }

@@ -138,6 +138,7 @@ type Driver struct {
 	slots      []*incarnation
 	retired    []pulsar.Client
 	closed     bool
+	panicked   bool // the handler panicked once (reported) already
 	changed    chan struct{}
 
 	crashes chan *incarnation
@@ -168,9 +169,11 @@ func MessageKey(id pulsar.MessageID) string {
 	return fmt.Sprintf("%d:%d:%d:%d", id.LedgerID(), id.EntryID(), id.PartitionIdx(), id.BatchIdx())
 }
 
-// Drive starts a settlement driver against the broker at o.URL. It stops
-// when the test ends, or at Close.
-func Drive(tb testing.TB, o DriverOptions) *Driver {
+// NewDriver starts a settlement driver against the broker at o.URL, any
+// Pulsar broker (Broker.Drive is the form for a test's own broker). It
+// stops when the test ends, or at Close. It fails tb when a consumer cannot
+// start.
+func NewDriver(tb testing.TB, o DriverOptions) *Driver {
 	tb.Helper()
 	if o.Consumers <= 0 {
 		o.Consumers = 1
@@ -277,6 +280,10 @@ func (d *Driver) read(inc *incarnation) {
 // handle applies the script (or runs the handler) for one delivery, after
 // the faults scheduled before it. It returns false when the consumer
 // crashed and must read no more.
+//
+// The delivery is recorded before the handler answers it, and an ack is
+// recorded before it is sent: a test that sees the broker settle a message
+// (WaitBacklog) then finds its delivery, acked, in Deliveries.
 func (d *Driver) handle(inc *incarnation, m pulsar.Message) bool {
 	key := MessageKey(m.ID())
 	d.mu.Lock()
@@ -285,20 +292,21 @@ func (d *Driver) handle(inc *incarnation, m pulsar.Message) bool {
 	faults := d.opts.Faults.at(d.count)
 	d.count++
 	d.last = time.Now()
-	d.mu.Unlock()
-	outcome, acked := d.decide(inc, m, attempt, crashes(faults))
-	d.strike(inc, faults)
-	del := Delivery{
+	idx := len(d.deliveries)
+	d.deliveries = append(d.deliveries, Delivery{
 		Consumer: inc.name, ID: key, Key: m.Key(), Payload: m.Payload(), Properties: maps.Clone(m.Properties()),
-		RedeliveryCount: m.RedeliveryCount(), Attempt: attempt, Outcome: outcome, Acked: acked,
-	}
+		RedeliveryCount: m.RedeliveryCount(), Attempt: attempt, Outcome: NoAnswer, Restarts: d.restarts,
+	})
+	d.lastOf[key] = idx
+	d.mu.Unlock()
+	outcome, acked := d.decide(inc, m, idx, attempt, crashes(faults))
+	d.strike(inc, faults)
 	d.mu.Lock()
 	if outcome == NoAnswer || (outcome == Ack && !acked) {
 		inc.held++
 	}
-	del.Restarts = d.restarts
-	d.deliveries = append(d.deliveries, del)
-	d.lastOf[key] = len(d.deliveries) - 1
+	del := &d.deliveries[idx]
+	del.Outcome, del.Acked = outcome, acked
 	d.mu.Unlock()
 	d.notify()
 	if outcome == Crash {
@@ -328,22 +336,42 @@ func (d *Driver) strike(inc *incarnation, faults []ScheduledFault) {
 	}
 }
 
-// decide returns what becomes of a delivery, and whether it was acked.
-func (d *Driver) decide(inc *incarnation, m pulsar.Message, attempt int, crash bool) (Outcome, bool) {
+// decide returns what becomes of delivery idx, and whether it was acked.
+func (d *Driver) decide(inc *incarnation, m pulsar.Message, idx, attempt int, crash bool) (Outcome, bool) {
 	switch {
 	case crash:
 		return Crash, false
 	case d.opts.Handler != nil:
-		return d.runHandler(inc, m)
+		return d.runHandler(inc, m, idx)
 	}
-	outcome := d.opts.Script(m, attempt)
+	outcome := d.runScript(m, attempt)
 	switch outcome {
 	case Ack:
+		d.mu.Lock()
+		d.deliveries[idx].Outcome, d.deliveries[idx].Acked = Ack, true
+		d.mu.Unlock()
 		return Ack, inc.cons.Ack(m) == nil
 	case Nack:
 		inc.cons.Nack(m)
 	}
 	return outcome, false
+}
+
+// runScript asks the script for a delivery's outcome. A script that
+// cannot say (a ScriptTable asked about a message without an index) fails
+// the test, and the message is left unanswered.
+func (d *Driver) runScript(m pulsar.Message, attempt int) (outcome Outcome) {
+	defer func() {
+		if r := recover(); r != nil {
+			u, ok := r.(unindexed)
+			if !ok {
+				panic(r)
+			}
+			d.tb.Errorf("pulsarsim driver: %v", u)
+			outcome = NoAnswer
+		}
+	}()
+	return d.opts.Script(m, attempt)
 }
 
 func (d *Driver) notify() {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/pulsarsim/pulsarsim/broker"
 	"github.com/pulsarsim/pulsarsim/testkit"
 )
 
@@ -84,12 +83,13 @@ func ExampleBroker_WaitBacklog() {
 		m, _ = consumer.Receive(ctx)
 		fmt.Println("redelivery count:", m.RedeliveryCount())
 
-		s := b.Sub("jobs", "workers") // what the broker holds
+		s, _ := b.Subscription("jobs", "workers") // what the broker holds
 		fmt.Println("pending at", s.Consumers[0].Name == consumer.Name(), "with count", s.Consumers[0].Pending[0].RedeliveryCount)
 
 		consumer.Ack(m)
 		b.WaitBacklog(ctx, "jobs", "workers", 0) // no sleeping loop
-		fmt.Println("backlog:", b.Sub("jobs", "workers").Backlog)
+		s, _ = b.Subscription("jobs", "workers")
+		fmt.Println("backlog:", s.Backlog)
 	})
 	// Output:
 	// redelivery count: 1
@@ -101,9 +101,7 @@ func ExampleBroker_FailNext() {
 	inTest(func(t *testing.T) {
 		b := testkit.Start(t)
 		// The next SUBSCRIBE fails as a broker that is not ready answers it.
-		if err := b.FailNext("SUBSCRIBE", 1, broker.ServerErrorServiceNotReady); err != nil {
-			t.Fatal(err)
-		}
+		b.FailNext(testkit.CommandSubscribe, 1, testkit.ServerErrorServiceNotReady)
 		_, err := b.Client().Subscribe(pulsar.ConsumerOptions{
 			Topic: "t", SubscriptionName: "s", MaxReconnectToBroker: ptr(uint(0)),
 		})
@@ -124,7 +122,7 @@ func ExampleBroker_Hold() {
 		b := testkit.Start(t)
 		ctx := context.Background()
 		// Set aside the ACKs of topic "jobs" until the test releases them.
-		acks := b.Hold(broker.Fault{Command: "ACK", Topic: "jobs"})
+		acks := b.Hold(testkit.Fault{Command: testkit.CommandAck, Topic: "jobs"})
 		consumer, err := b.Client().Subscribe(pulsar.ConsumerOptions{
 			Topic: "jobs", SubscriptionName: "workers", Type: pulsar.Shared,
 			NackRedeliveryDelay: 10 * time.Millisecond,
@@ -151,7 +149,8 @@ func ExampleBroker_Hold() {
 		again, _ := consumer.Receive(ctx)
 		fmt.Println("redelivered with count", again.RedeliveryCount())
 		b.Release(ctx, ack) // the ACK arrives now
-		fmt.Println("backlog:", b.Sub("jobs", "workers").Backlog)
+		s, _ := b.Subscription("jobs", "workers")
+		fmt.Println("backlog:", s.Backlog)
 	})
 	// Output:
 	// redelivered with count 1
@@ -196,10 +195,12 @@ func ExampleBroker_Advance() {
 		defer producer.Close()
 		producer.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("old")})
 
-		b.SetTopicPolicies("ttl", broker.Policies{MessageTTLSeconds: new(3600)}) // an hour
-		fmt.Println("backlog before:", b.Sub("ttl", "s").Backlog)
+		b.SetTopicPolicies("ttl", testkit.Policies{MessageTTLSeconds: new(3600)}) // an hour
+		s, _ := b.Subscription("ttl", "s")
+		fmt.Println("backlog before:", s.Backlog)
 		b.Advance(2 * time.Hour) // the broker clock jumps; TTL expiry runs
-		fmt.Println("backlog after:", b.Sub("ttl", "s").Backlog)
+		s, _ = b.Subscription("ttl", "s")
+		fmt.Println("backlog after:", s.Backlog)
 	})
 	// Output:
 	// backlog before: 1

@@ -13,12 +13,10 @@ import (
 
 func TestFaultOnOneTopicLeavesAnotherTopicUntouched(t *testing.T) {
 	b := testkit.Start(t)
-	if err := b.CreatePartitionedTopic("parted", 2); err != nil {
-		t.Fatal(err)
-	}
+	b.CreatePartitionedTopic("parted", 2)
 	c := b.Client()
 	for _, topic := range []string{"a", "parted"} {
-		h := b.Fault(broker.Fault{Command: "SUBSCRIBE", Topic: topic, Error: broker.ServerErrorNotAllowed})
+		h := b.Fault(testkit.Fault{Command: "SUBSCRIBE", Topic: topic, Error: testkit.ServerErrorNotAllowedError})
 		_, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
 		if err == nil || !strings.Contains(err.Error(), "NotAllowed") {
 			t.Fatalf("subscribe to %s: %v, want the injected NotAllowedError", topic, err)
@@ -55,7 +53,7 @@ func TestFaultHandleCountsItsFiringsAndRetiresAfterItsCount(t *testing.T) {
 	c := b.Client()
 
 	// Two PRODUCERs named p1 fail; p2 is not concerned; the third p1 works.
-	h := b.Fault(broker.Fault{Command: "PRODUCER", Producer: "p1", Count: 2, Error: broker.ServerErrorNotAllowed})
+	h := b.Fault(testkit.Fault{Command: "PRODUCER", Producer: "p1", Count: 2, Error: testkit.ServerErrorNotAllowedError})
 	for i := range 2 {
 		if _, err := c.CreateProducer(pulsar.ProducerOptions{Topic: "t", Name: "p1"}); err == nil {
 			t.Fatalf("producer p1 #%d was created through the fault", i)
@@ -74,12 +72,12 @@ func TestFaultHandleCountsItsFiringsAndRetiresAfterItsCount(t *testing.T) {
 	if got := h.Fired(); got != 2 {
 		t.Fatalf("fired %d times, want 2", got)
 	}
-	if err := h.Wait(ctx, 3); !errors.Is(err, broker.ErrFaultDone) {
+	if err := h.Wait(ctx, 3); !errors.Is(err, testkit.ErrFaultDone) {
 		t.Fatalf("waiting for a third firing of a retired fault: %v, want ErrFaultDone", err)
 	}
 
 	// An observing fault counts the SENDs of p2 and lets them through.
-	obs := b.Fault(broker.Fault{Command: "SEND", Topic: "t", Producer: "p2", Observe: true})
+	obs := b.Fault(testkit.Fault{Command: "SEND", Topic: "t", Producer: "p2", Observe: true})
 	for range 3 {
 		if _, err := p2.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("x")}); err != nil {
 			t.Fatal(err)
@@ -94,10 +92,10 @@ func TestFaultHandleCountsItsFiringsAndRetiresAfterItsCount(t *testing.T) {
 func TestFaultRefusesAnUnknownCommandOrTwoActions(t *testing.T) {
 	srv := broker.New()
 	defer srv.Close()
-	for _, f := range []broker.Fault{
+	for _, f := range []testkit.Fault{
 		{Command: "NO_SUCH_COMMAND"},
 		{Command: "ACK", Drop: true, Observe: true},
-		{Command: "ACK", Drop: true, Error: broker.ServerErrorNotAllowed},
+		{Command: "ACK", Drop: true, Error: testkit.ServerErrorNotAllowedError},
 		{Command: "ACK", Count: -1},
 		{Command: "ACK", Topic: "a/b/c/d/e"},
 	} {
@@ -110,7 +108,7 @@ func TestFaultRefusesAnUnknownCommandOrTwoActions(t *testing.T) {
 func TestDroppedConnectionFaultMakesTheClientReconnectAndOthersCarryOn(t *testing.T) {
 	b := testkit.Start(t)
 	ctx := ctxFor(t)
-	h := b.Fault(broker.Fault{Command: "SEND", Topic: "cut", Count: 1, Drop: true})
+	h := b.Fault(testkit.Fault{Command: "SEND", Topic: "cut", Count: 1, Drop: true})
 
 	bystander := b.Client()
 	cons, err := bystander.Subscribe(pulsar.ConsumerOptions{Topic: "calm", SubscriptionName: "s"})
@@ -130,7 +128,7 @@ func TestDroppedConnectionFaultMakesTheClientReconnectAndOthersCarryOn(t *testin
 	}
 	opened := 0
 	for _, e := range b.Events() {
-		if e.Kind == broker.EventProducerOpened && strings.HasSuffix(e.Topic, "/cut") {
+		if e.Kind == testkit.EventProducerOpened && strings.HasSuffix(e.Topic, "/cut") {
 			opened++
 		}
 	}
@@ -143,7 +141,7 @@ func TestDroppedConnectionFaultMakesTheClientReconnectAndOthersCarryOn(t *testin
 	if err != nil || string(m.Payload()) != "still here" {
 		t.Fatalf("bystander received %v, %v", m, err)
 	}
-	if got := b.Sub("calm", "s").Consumers; len(got) != 1 {
+	if got := mustSub(t, b, "calm", "s").Consumers; len(got) != 1 {
 		t.Fatalf("bystander's subscription has %d consumers", len(got))
 	}
 }

@@ -12,9 +12,11 @@ import (
 // leaves it unanswered.
 type Handler func(c pulsar.Consumer, m pulsar.Message)
 
-// handlerCall is what a handler did with the delivery it is handling.
+// handlerCall is what a handler did with the delivery it is handling
+// (deliveries[idx]).
 type handlerCall struct {
 	key           string
+	idx           int
 	acked, nacked bool
 }
 
@@ -27,33 +29,41 @@ type recordingConsumer struct {
 	inc *incarnation
 }
 
-func (r *recordingConsumer) Ack(m pulsar.Message) error { return r.answer(m.ID(), r.Consumer.Ack(m)) }
+func (r *recordingConsumer) Ack(m pulsar.Message) error {
+	return r.answer(m.ID(), func() error { return r.Consumer.Ack(m) })
+}
 
 func (r *recordingConsumer) AckID(id pulsar.MessageID) error {
-	return r.answer(id, r.Consumer.AckID(id))
+	return r.answer(id, func() error { return r.Consumer.AckID(id) })
 }
 
 func (r *recordingConsumer) AckIDList(ids []pulsar.MessageID) error {
-	err := r.Consumer.AckIDList(ids)
+	var undo []func()
 	for _, id := range ids {
-		r.answer(id, err)
+		undo = append(undo, r.d.observe(r.inc, MessageKey(id), true))
+	}
+	err := r.Consumer.AckIDList(ids)
+	if err != nil {
+		for _, u := range undo {
+			u()
+		}
 	}
 	return err
 }
 
 func (r *recordingConsumer) AckWithTxn(m pulsar.Message, txn pulsar.Transaction) error {
-	return r.answer(m.ID(), r.Consumer.AckWithTxn(m, txn))
+	return r.answer(m.ID(), func() error { return r.Consumer.AckWithTxn(m, txn) })
 }
 
 // AckCumulative and AckIDCumulative count as an answer for the message they
 // name only: the messages before it that the handler never acked are not
 // acked by it (a loss, when the handler failed them).
 func (r *recordingConsumer) AckCumulative(m pulsar.Message) error {
-	return r.answer(m.ID(), r.Consumer.AckCumulative(m))
+	return r.answer(m.ID(), func() error { return r.Consumer.AckCumulative(m) })
 }
 
 func (r *recordingConsumer) AckIDCumulative(id pulsar.MessageID) error {
-	return r.answer(id, r.Consumer.AckIDCumulative(id))
+	return r.answer(id, func() error { return r.Consumer.AckIDCumulative(id) })
 }
 
 func (r *recordingConsumer) Nack(m pulsar.Message) {
@@ -66,44 +76,64 @@ func (r *recordingConsumer) NackID(id pulsar.MessageID) {
 	r.d.observe(r.inc, MessageKey(id), false)
 }
 
-func (r *recordingConsumer) answer(id pulsar.MessageID, err error) error {
-	if err == nil {
-		r.d.observe(r.inc, MessageKey(id), true)
+// answer records an ack of id before it is sent (so that the broker cannot
+// settle the message before the driver knows of the ack), sends it, and
+// takes the record back when the ack failed.
+func (r *recordingConsumer) answer(id pulsar.MessageID, send func() error) error {
+	undo := r.d.observe(r.inc, MessageKey(id), true)
+	err := send()
+	if err != nil {
+		undo()
 	}
 	return err
 }
 
 // observe records an ack (acked) or a nack of a message by inc's handler:
 // for the delivery being handled when it is that message's, else for the
-// message's last delivery.
-func (d *Driver) observe(inc *incarnation, key string, acked bool) {
+// message's last delivery. It returns what undoes the record.
+func (d *Driver) observe(inc *incarnation, key string, acked bool) (undo func()) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if c := inc.call; c != nil && c.key == key {
-		c.acked = c.acked || acked
-		c.nacked = c.nacked || !acked
-		return
-	}
 	i, ok := d.lastOf[key]
+	c := inc.call
+	current := c != nil && c.key == key
+	if current {
+		i, ok = c.idx, true
+	}
 	if !ok {
-		return
+		return func() {}
 	}
 	del := &d.deliveries[i]
+	was := *del
+	var wasCall handlerCall
+	if current {
+		wasCall = *c
+		c.acked = c.acked || acked
+		c.nacked = c.nacked || !acked
+	}
 	switch {
 	case acked:
 		del.Acked = true
-		if del.Outcome == NoAnswer {
+		if del.Outcome == NoAnswer || current {
 			del.Outcome = Ack
 		}
 	case del.Outcome == NoAnswer:
 		del.Outcome = Nack
 	}
+	return func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.deliveries[i].Outcome, d.deliveries[i].Acked = was.Outcome, was.Acked
+		if current {
+			*c = wasCall
+		}
+	}
 }
 
-// runHandler hands one delivery to the handler and returns what it did
+// runHandler hands delivery idx to the handler and returns what it did
 // with it. A panic is a crash.
-func (d *Driver) runHandler(inc *incarnation, m pulsar.Message) (outcome Outcome, acked bool) {
-	call := &handlerCall{key: MessageKey(m.ID())}
+func (d *Driver) runHandler(inc *incarnation, m pulsar.Message, idx int) (outcome Outcome, acked bool) {
+	call := &handlerCall{key: MessageKey(m.ID()), idx: idx}
 	d.mu.Lock()
 	inc.call = call
 	d.mu.Unlock()
@@ -115,8 +145,20 @@ func (d *Driver) runHandler(inc *incarnation, m pulsar.Message) (outcome Outcome
 			// An ack sent before the crash still counts.
 			outcome, acked = Crash, call.acked
 		}
+		first := r != nil && !d.panicked
+		if _, scripted := r.(scriptedCrash); scripted {
+			first = false
+		}
+		if first {
+			d.panicked = true
+		}
 		d.mu.Unlock()
-		if _, scripted := r.(scriptedCrash); r != nil && !scripted {
+		// Reported once: a handler that panics on a message panics again
+		// on each redelivery of it.
+		switch u, isUnindexed := r.(unindexed); {
+		case first && isUnindexed:
+			d.tb.Errorf("pulsarsim driver: %v", u)
+		case first:
 			d.tb.Errorf("pulsarsim driver: the handler panicked on %s: %v\n%s", call.key, r, debug.Stack())
 		}
 	}()

@@ -32,8 +32,8 @@ func sharedConsumer(t *testing.T, c pulsar.Client, topic string) pulsar.Consumer
 // pending entry of the subscription, or -1 when nothing is pending.
 func pendingCount(t *testing.T, b *testkit.Broker, topic string) int32 {
 	t.Helper()
-	var pending []broker.PendingMessage
-	for _, c := range b.Sub(topic, "s").Consumers {
+	var pending []testkit.PendingMessage
+	for _, c := range mustSub(t, b, topic, "s").Consumers {
 		pending = append(pending, c.Pending...)
 	}
 	switch len(pending) {
@@ -52,7 +52,7 @@ func TestHeldAckReleasedAfterARedeliveryOfTheSameMessage(t *testing.T) {
 	b := testkit.Start(t)
 	ctx := ctxFor(t)
 	const topic = "held-ack"
-	hold := b.Hold(broker.Fault{Command: "ACK", Topic: topic})
+	hold := b.Hold(testkit.Fault{Command: "ACK", Topic: topic})
 	c := b.Client()
 	cons := sharedConsumer(t, c, topic)
 	send(t, c, topic, "m")
@@ -69,7 +69,7 @@ func TestHeldAckReleasedAfterARedeliveryOfTheSameMessage(t *testing.T) {
 		len(held.IDs) != 1 || held.IDs[0].Entry != m.ID().EntryID() {
 		t.Fatalf("held %+v, want the ACK of entry %d by worker on s", held, m.ID().EntryID())
 	}
-	if got, backlog := pendingCount(t, b, topic), b.Sub(topic, "s").Backlog; got != 0 || backlog != 1 {
+	if got, backlog := pendingCount(t, b, topic), mustSub(t, b, topic, "s").Backlog; got != 0 || backlog != 1 {
 		t.Fatalf("with the ACK held: pending count %d, backlog %d; want 0 and 1", got, backlog)
 	}
 
@@ -85,7 +85,7 @@ func TestHeldAckReleasedAfterARedeliveryOfTheSameMessage(t *testing.T) {
 	}
 
 	b.Release(ctx, held)
-	if s := b.Sub(topic, "s"); s.Backlog != 0 || pendingCount(t, b, topic) != -1 {
+	if s := mustSub(t, b, topic, "s"); s.Backlog != 0 || pendingCount(t, b, topic) != -1 {
 		t.Fatalf("after the release: backlog %d, consumers %+v; want the message settled", s.Backlog, s.Consumers)
 	}
 	if hold.Fired() != 1 {
@@ -100,9 +100,9 @@ func TestHeldAckReleasedFromAHookRunsAfterTheRedelivery(t *testing.T) {
 	b := testkit.Start(t)
 	ctx := ctxFor(t)
 	const topic = "hook-release"
-	hold := b.Hold(broker.Fault{Command: "ACK", Topic: topic, Consumer: "worker"})
-	b.OnEvent(func(e broker.Event) {
-		if e.Kind == broker.EventRedeliveryAsked {
+	hold := b.Hold(testkit.Fault{Command: "ACK", Topic: topic, Consumer: "worker"})
+	b.OnEvent(func(e testkit.Event) {
+		if e.Kind == testkit.EventRedeliveryAsked {
 			hold.ReleaseAll()
 		}
 	})
@@ -126,11 +126,11 @@ func TestHeldAckReleasedFromAHookRunsAfterTheRedelivery(t *testing.T) {
 	var order []string
 	for _, e := range b.Events() {
 		switch {
-		case e.Kind == broker.EventRedeliveryAsked:
+		case e.Kind == testkit.EventRedeliveryAsked:
 			order = append(order, "redeliver")
-		case e.Kind == broker.EventDelivered:
+		case e.Kind == testkit.EventDelivered:
 			order = append(order, "delivered-"+string(rune('0'+e.RedeliveryCount)))
-		case e.Kind == broker.EventAcked:
+		case e.Kind == testkit.EventAcked:
 			order = append(order, "acked")
 		}
 	}
@@ -148,7 +148,7 @@ func TestHeldCommandsAreDroppedWithTheirConnectionAndTheBroker(t *testing.T) {
 	}
 	defer b.Close() // on failure; the test closes it itself below
 	ctx := ctxFor(t)
-	acks, err := b.AddFault(broker.Fault{Command: "ACK", Hold: true})
+	acks, err := b.AddFault(testkit.Fault{Command: "ACK", Hold: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestHeldCommandsAreDroppedWithTheirConnectionAndTheBroker(t *testing.T) {
 	// The client's connections close: the held ACK is gone, as an ACK in
 	// flight is when a connection breaks.
 	client.Close()
-	if err := ack.Wait(ctx); !errors.Is(err, broker.ErrCommandDropped) {
+	if err := ack.Wait(ctx); !errors.Is(err, testkit.ErrCommandDropped) {
 		t.Fatalf("held ACK after its connection closed: %v, want ErrCommandDropped", err)
 	}
 	if ack.Release() {
@@ -184,7 +184,7 @@ func TestHeldCommandsAreDroppedWithTheirConnectionAndTheBroker(t *testing.T) {
 	}
 
 	// A SUBSCRIBE held when the broker closes.
-	subs, err := b.AddFault(broker.Fault{Command: "SUBSCRIBE", Hold: true})
+	subs, err := b.AddFault(testkit.Fault{Command: "SUBSCRIBE", Hold: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestHeldCommandsAreDroppedWithTheirConnectionAndTheBroker(t *testing.T) {
 		waiting <- err
 	}()
 	b.Close()
-	if err := sub.Wait(ctx); !errors.Is(err, broker.ErrCommandDropped) {
+	if err := sub.Wait(ctx); !errors.Is(err, testkit.ErrCommandDropped) {
 		t.Fatalf("held SUBSCRIBE after Close: %v, want ErrCommandDropped", err)
 	}
 	if err := <-waiting; !errors.Is(err, broker.ErrClosed) {

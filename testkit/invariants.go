@@ -18,7 +18,7 @@ func WithInvariants() Option {
 
 // InvariantError is CheckInvariants' error: every violation found.
 type InvariantError struct {
-	Violations []broker.Violation
+	Violations []Violation
 }
 
 // maxListed bounds the violations an InvariantError's message lists.
@@ -70,21 +70,21 @@ func (b *Broker) CheckInvariants() error {
 		return nil
 	}
 	slices.SortFunc(vs, broker.CompareViolations)
-	return &InvariantError{Violations: slices.CompactFunc(vs, func(a, b broker.Violation) bool { return a == b })}
+	return &InvariantError{Violations: slices.CompactFunc(vs, func(a, b Violation) bool { return a == b })}
 }
 
 // subKey names a subscription across events.
 type subKey struct{ topic, sub string }
 
-// countHistory checks broker.RuleCountNeverDown over a broker's events: a
+// countHistory checks RuleCountNeverDown over a broker's events: a
 // delivery's count is never below the entry's last delivered count while
 // the subscription kept a consumer. The subscription's counts are forgotten
 // when its last consumer leaves and on a seek; an entry's when it is
 // acknowledged (in part, too) or expired.
-func countHistory(events []broker.Event) []broker.Violation {
+func countHistory(events []Event) []Violation {
 	members := map[subKey]int{}
-	counts := map[subKey]map[int64]broker.Event{} // the last delivery of each entry
-	var out []broker.Violation
+	counts := map[subKey]map[int64]Event{} // the last delivery of each entry
+	var out []Violation
 	forget := func(k subKey, through int64) {
 		for n := range counts[k] {
 			if n <= through {
@@ -95,32 +95,32 @@ func countHistory(events []broker.Event) []broker.Violation {
 	for _, e := range events {
 		k := subKey{e.Topic, e.Subscription}
 		switch e.Kind {
-		case broker.EventConsumerOpened:
+		case EventConsumerOpened:
 			members[k]++
-		case broker.EventConsumerClosed:
+		case EventConsumerClosed:
 			if members[k]--; members[k] <= 0 {
 				delete(members, k)
 				delete(counts, k)
 			}
-		case broker.EventSubscriptionSeek:
+		case EventSubscriptionSeek:
 			delete(counts, k)
-		case broker.EventAcked:
+		case EventAcked:
 			if e.Cumulative {
 				forget(k, e.ID.Entry)
 			} else {
 				delete(counts[k], e.ID.Entry)
 			}
-		case broker.EventExpired:
+		case EventExpired:
 			forget(k, e.ID.Entry)
-		case broker.EventDelivered:
+		case EventDelivered:
 			last, seen := counts[k][e.ID.Entry]
 			if seen && e.RedeliveryCount < last.RedeliveryCount {
-				out = append(out, broker.Violation{Rule: broker.RuleCountNeverDown, Topic: e.Topic, Subscription: e.Subscription,
+				out = append(out, Violation{Rule: RuleCountNeverDown, Topic: e.Topic, Subscription: e.Subscription,
 					Entry: e.ID.Entry, Detail: fmt.Sprintf("delivered to %s with count %d (event %d) after count %d to %s (event %d), "+
 						"while the subscription kept a consumer", e.Consumer, e.RedeliveryCount, e.Seq, last.RedeliveryCount, last.Consumer, last.Seq)})
 			}
 			if counts[k] == nil {
-				counts[k] = map[int64]broker.Event{}
+				counts[k] = map[int64]Event{}
 			}
 			counts[k][e.ID.Entry] = e
 		}
@@ -132,16 +132,16 @@ func countHistory(events []broker.Event) []broker.Violation {
 // ORIGIN_MESSAGE_ID, and the topic that stores it.
 type storedCopy struct {
 	topic string
-	msg   broker.Message
+	msg   Message
 }
 
 // deadLetterCopies returns the stored copies, from the topics whose
 // published events show one (a batch's event shows its first message's
 // properties). Entries that cannot be decoded are not checked.
-func (b *Broker) deadLetterCopies(events []broker.Event) []storedCopy {
+func (b *Broker) deadLetterCopies(events []Event) []storedCopy {
 	topics := map[string]bool{}
 	for _, e := range events {
-		if e.Kind == broker.EventPublished && isCopy(e.Properties) {
+		if e.Kind == EventPublished && isCopy(e.Properties) {
 			topics[e.Topic] = true
 		}
 	}
@@ -169,26 +169,26 @@ type entryKey struct {
 	ledger, entry int64
 }
 
-// checkOrigins checks broker.RuleDeadLetterOrigin for each copy against
+// checkOrigins checks RuleDeadLetterOrigin for each copy against
 // the entries published since Start.
-func (b *Broker) checkOrigins(copies []storedCopy, events []broker.Event) []broker.Violation {
+func (b *Broker) checkOrigins(copies []storedCopy, events []Event) []Violation {
 	if len(copies) == 0 {
 		return nil
 	}
 	published := map[entryKey]bool{}
 	for _, e := range events {
-		if e.Kind == broker.EventPublished {
+		if e.Kind == EventPublished {
 			published[entryKey{e.Topic, e.ID.Ledger, e.ID.Entry}] = true
 		}
 	}
-	var out []broker.Violation
+	var out []Violation
 	for _, c := range copies {
 		if why := b.originProblem(c.msg.Properties, published); why != "" {
 			where := "copy"
 			if c.msg.ID.BatchIndex >= 0 {
 				where = fmt.Sprintf("copy at batch index %d", c.msg.ID.BatchIndex)
 			}
-			out = append(out, broker.Violation{Rule: broker.RuleDeadLetterOrigin, Topic: c.topic, Entry: c.msg.ID.Entry,
+			out = append(out, Violation{Rule: RuleDeadLetterOrigin, Topic: c.topic, Entry: c.msg.ID.Entry,
 				Detail: where + ": " + why})
 		}
 	}
@@ -225,7 +225,7 @@ func (b *Broker) originProblem(props map[string]string, published map[entryKey]b
 
 // batchSize returns how many messages the entry of id holds on topic, or 0
 // when the entry is not a stored batch.
-func (b *Broker) batchSize(topic string, id broker.MessageID) int32 {
+func (b *Broker) batchSize(topic string, id MessageID) int32 {
 	if id.BatchIndex < 0 {
 		return 0
 	}
@@ -242,22 +242,22 @@ func (b *Broker) batchSize(topic string, id broker.MessageID) int32 {
 // "ledger:entry:partition" with an optional ":batch" (Go, Java, Rust), or
 // "(ledger,entry,partition,batch)" (C++, Python). A missing partition or
 // batch index reads as -1.
-func parseOrigin(s string) (broker.MessageID, bool) {
+func parseOrigin(s string) (MessageID, bool) {
 	sep := ":"
 	if strings.HasPrefix(s, "(") && strings.HasSuffix(s, ")") {
 		s, sep = s[1:len(s)-1], ","
 	}
 	parts := strings.Split(s, sep)
 	if len(parts) < 2 || len(parts) > 4 {
-		return broker.MessageID{}, false
+		return MessageID{}, false
 	}
 	nums := []int64{0, 0, -1, -1}
 	for i, p := range parts {
 		n, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
 		if err != nil {
-			return broker.MessageID{}, false
+			return MessageID{}, false
 		}
 		nums[i] = n
 	}
-	return broker.MessageID{Ledger: nums[0], Entry: nums[1], Partition: int32(nums[2]), BatchIndex: int32(nums[3])}, true
+	return MessageID{Ledger: nums[0], Entry: nums[1], Partition: int32(nums[2]), BatchIndex: int32(nums[3])}, true
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsar/log"
 
-	"github.com/pulsarsim/pulsarsim/broker"
 	"github.com/pulsarsim/pulsarsim/testkit"
 )
 
@@ -22,9 +21,7 @@ import (
 // sound.
 func TestCheckInvariantsHoldAfterDeadLettersFromAPartitionedTopic(t *testing.T) {
 	b := testkit.Start(t, testkit.WithInvariants())
-	if err := b.CreatePartitionedTopic("orders", 2); err != nil {
-		t.Fatal(err)
-	}
+	b.CreatePartitionedTopic("orders", 2)
 	ctx := ctxFor(t)
 	cons, err := b.Client().Subscribe(pulsar.ConsumerOptions{Topic: "orders", SubscriptionName: "s", Type: pulsar.Shared,
 		NackRedeliveryDelay: 10 * time.Millisecond, DLQ: &pulsar.DLQPolicy{MaxDeliveries: 2, DeadLetterTopic: "orders-dlq"}})
@@ -102,7 +99,7 @@ func TestCheckInvariantsReportsACopyThatNamesNoPublishedMessage(t *testing.T) {
 	}
 	var got []string
 	for _, v := range ie.Violations {
-		if v.Rule != broker.RuleDeadLetterOrigin || v.Topic != "persistent://public/default/copies" {
+		if v.Rule != testkit.RuleDeadLetterOrigin || v.Topic != "persistent://public/default/copies" {
 			t.Errorf("unexpected violation %v", v)
 		}
 		got = append(got, fmt.Sprint(v.Entry))

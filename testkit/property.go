@@ -12,8 +12,6 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsar/log"
 	"pgregory.net/rapid"
-
-	"github.com/pulsarsim/pulsarsim/broker"
 )
 
 // HandlerCase is one run of CheckHandler. HandlerCases generates them.
@@ -86,7 +84,7 @@ type HandlerRun struct {
 	// Deliveries are what the handlers got, in order, and what they did.
 	Deliveries []Delivery
 	// DeadLetters are the messages of the dead-letter topic.
-	DeadLetters []broker.Message
+	DeadLetters []Message
 }
 
 // Acked returns the indexes (MessageIndex) of the messages a handler acked.
@@ -128,14 +126,25 @@ const settleBudget = 30 * time.Second
 // back. A Failover switch delay is not waited out in real time: the broker
 // clock moves to its end, as Advance does.
 //
+// A case ends as soon as it has failed (a handler that panicked, a
+// scheduled fault the broker refused), without waiting for the settle
+// limit.
+//
 // t is the rapid.T of a property (rapid.Check) or a *testing.T: failures
-// go to it, so that rapid shrinks a failing case.
+// go to it, so that rapid shrinks a failing case. Under rapid, when the
+// test fails, its busiest-messages log and HTML report show the last case
+// run only: the shrunk case, which rapid runs again to print it.
 func (b *Broker) CheckHandler(t rapid.TB, c HandlerCase, h Handler) HandlerRun {
 	t.Helper()
 	tb, done := CaseTB(b.tb, t)
 	defer done()
 	run := HandlerRun{Topic: fmt.Sprintf("persistent://public/default/handler-%d", b.cases.Add(1))}
 	run.DeadLetterTopic = run.Topic + "-DLQ"
+	if _, ok := t.(testing.TB); !ok {
+		// Under rapid, the last case run is the one rapid prints (the shrunk
+		// case, run again for its output): a failure report shows it alone.
+		b.lastCase.Store(&run)
+	}
 	b.publishCase(tb, run.Topic, c)
 	o := DriverOptions{
 		Consumer: pulsar.ConsumerOptions{Topic: run.Topic, SubscriptionName: "sub", Type: c.Type,
@@ -147,14 +156,24 @@ func (b *Broker) CheckHandler(t rapid.TB, c HandlerCase, h Handler) HandlerRun {
 		o.Consumer.DLQ = &pulsar.DLQPolicy{MaxDeliveries: c.MaxDeliveries, DeadLetterTopic: run.DeadLetterTopic}
 		o.Crash = func(string) {} // see HandlerCases
 	}
+	failedBefore := t.Failed() // a *testing.T may have failed before this case
+	failed := func() bool { return !failedBefore && t.Failed() }
 	d := b.driveOn(tb, o)
 	ctx, cancel := context.WithTimeout(context.Background(), settleBudget)
 	defer cancel()
 	err := b.waitFor(ctx, func() bool {
+		if failed() {
+			return true // the driver or a fault failed the case: its failure is known
+		}
 		s, ok := b.srv.Subscription(run.Topic, "sub")
 		b.skipSwitchDelay(s)
 		return ok && s.Backlog == 0
 	})
+	if failed() {
+		d.Close()
+		t.Fatalf("pulsarsim: the case failed while its messages were handled (see above); deliveries so far:\n%s",
+			listDeliveries(d.Deliveries()))
+	}
 	if err != nil {
 		s, _ := b.srv.Subscription(run.Topic, "sub")
 		d.Close()
@@ -179,8 +198,8 @@ func (b *Broker) CheckHandler(t rapid.TB, c HandlerCase, h Handler) HandlerRun {
 
 // skipSwitchDelay moves the broker clock to the end of a Failover switch
 // delay the subscription waits out (see SkipFailoverDelay).
-func (b *Broker) skipSwitchDelay(s broker.SubscriptionSnapshot) bool {
-	if s.SwitchingUntil.IsZero() || b.srv.Clock() != broker.Clock(b.clock) {
+func (b *Broker) skipSwitchDelay(s SubscriptionSnapshot) bool {
+	if s.SwitchingUntil.IsZero() || b.srv.Clock() != Clock(b.clock) {
 		return false
 	}
 	if d := s.SwitchingUntil.Sub(b.srv.Clock().Now()); d > 0 {
@@ -202,7 +221,7 @@ func (b *Broker) SkipFailoverDelay(topic, sub string) bool {
 }
 
 // unsettled draws the lives of a subscription's unacknowledged entries.
-func (b *Broker) unsettled(s broker.SubscriptionSnapshot) string {
+func (b *Broker) unsettled(s SubscriptionSnapshot) string {
 	var sb strings.Builder
 	acked := map[int64]bool{}
 	for _, id := range s.Acked {
@@ -210,7 +229,7 @@ func (b *Broker) unsettled(s broker.SubscriptionSnapshot) string {
 	}
 	for n, left := s.MarkDelete.Entry+1, s.Backlog; left > 0; n++ {
 		if !acked[n] {
-			sb.WriteString(b.Timeline(s.Topic, broker.MessageID{Ledger: s.MarkDelete.Ledger, Entry: n}))
+			sb.WriteString(b.Timeline(s.Topic, MessageID{Ledger: s.MarkDelete.Ledger, Entry: n}))
 			left--
 		}
 	}
@@ -267,7 +286,7 @@ func (b *Broker) driveOn(tb testing.TB, o DriverOptions) *Driver {
 	if o.Inject == nil {
 		o.Inject = b.injector(tb, topic, sub)
 	}
-	return Drive(tb, o)
+	return NewDriver(tb, o)
 }
 
 // injector applies scheduled faults to a subscription of topic; the
@@ -282,7 +301,7 @@ func (b *Broker) injector(tb testing.TB, topic, sub string) func(ScheduledFault,
 		case CloseConsumer:
 			b.srv.CloseConsumer(topic, sub, consumer)
 		case FailCommand, DelayCommand:
-			h, err := b.srv.AddFault(broker.Fault{Command: f.Command, Topic: topic, Count: f.Count, Error: f.Error, Delay: f.Delay})
+			h, err := b.srv.AddFault(Fault{Command: f.Command, Topic: topic, Count: f.Count, Error: f.Error, Delay: f.Delay})
 			if err != nil {
 				tb.Errorf("pulsarsim: scheduled fault %+v: %v", f, err)
 				return

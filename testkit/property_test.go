@@ -11,7 +11,6 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"pgregory.net/rapid"
 
-	"github.com/pulsarsim/pulsarsim/broker"
 	"github.com/pulsarsim/pulsarsim/testkit"
 )
 
@@ -122,8 +121,8 @@ func TestCheckHandlerFindsAMessageACumulativeAckLost(t *testing.T) {
 // is there at that moment: a consumer still subscribing is not cut.)
 func TestCheckHandlerAcceptsACorrectHandlerUnderEveryFault(t *testing.T) {
 	b := testkit.Start(t)
-	subscribes := b.Fault(broker.Fault{Command: "SUBSCRIBE", Observe: true})
-	notReady := broker.ServerErrorServiceNotReady
+	subscribes := b.Fault(testkit.Fault{Command: "SUBSCRIBE", Observe: true})
+	notReady := testkit.ServerErrorServiceNotReady
 	for _, tc := range []struct {
 		faults                       testkit.FaultSchedule
 		crashes, byBroker, cut, fail int
@@ -143,9 +142,9 @@ func TestCheckHandlerAcceptsACorrectHandlerUnderEveryFault(t *testing.T) {
 		for _, e := range b.Events() {
 			switch {
 			case e.Topic != run.Topic:
-			case e.Kind == broker.EventConsumerClosed:
+			case e.Kind == testkit.EventConsumerClosed:
 				reasons[e.Reason]++
-			case e.Kind == broker.EventConsumerOpened:
+			case e.Kind == testkit.EventConsumerOpened:
 				opened++
 			}
 		}

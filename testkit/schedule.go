@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
-
-	"github.com/pulsarsim/pulsarsim/broker"
 )
 
 // FaultKind is what a ScheduledFault does.
@@ -30,7 +28,7 @@ const (
 	// subscribes again.
 	CloseConsumer
 	// FailCommand answers the next Count commands of kind Command on the
-	// topic with the error Error (see broker.Fault).
+	// topic with the error Error (see Fault).
 	FailCommand
 	// DelayCommand delays the next Count commands of kind Command on the
 	// topic by Delay.
@@ -61,9 +59,9 @@ type ScheduledFault struct {
 	Kind  FaultKind
 	// Command, Count, Error and Delay describe a FailCommand or
 	// DelayCommand fault.
-	Command string
+	Command CommandType
 	Count   int
-	Error   broker.ServerError
+	Error   ServerError
 	Delay   time.Duration
 }
 
@@ -101,11 +99,11 @@ func FaultSchedules(kinds ...FaultKind) *rapid.Generator[FaultSchedule] {
 		f := ScheduledFault{After: rapid.IntRange(0, 30).Draw(t, "after"), Kind: rapid.SampledFrom(kinds).Draw(t, "kind")}
 		switch f.Kind {
 		case FailCommand:
-			f.Command = rapid.SampledFrom([]string{"SUBSCRIBE", "LOOKUP"}).Draw(t, "command")
+			f.Command = rapid.SampledFrom([]CommandType{CommandSubscribe, CommandLookup}).Draw(t, "command")
 			f.Count = rapid.IntRange(1, 2).Draw(t, "count")
-			f.Error = broker.ServerErrorServiceNotReady
+			f.Error = ServerErrorServiceNotReady
 		case DelayCommand:
-			f.Command = rapid.SampledFrom([]string{"ACK", "FLOW", "REDELIVER_UNACKNOWLEDGED_MESSAGES"}).Draw(t, "command")
+			f.Command = rapid.SampledFrom([]CommandType{CommandAck, CommandFlow, CommandRedeliverUnacknowledgedMessages}).Draw(t, "command")
 			f.Count = rapid.IntRange(1, 3).Draw(t, "count")
 			f.Delay = rapid.SampledFrom([]time.Duration{10 * time.Millisecond, 50 * time.Millisecond}).Draw(t, "delay")
 		}

@@ -52,10 +52,41 @@ func (s ScriptTable) Outcome(i, attempt int) Outcome {
 	return s[i][attempt]
 }
 
-// Script returns the table as the Script of a Driver.
+// Script returns the table as the Script of a Driver. A table with rows
+// cannot say what to do with a message without an index property (a
+// message the test published without Index): the Driver fails the test,
+// naming the message, instead of acking it.
 func (s ScriptTable) Script() Script {
-	return func(m pulsar.Message, attempt int) Outcome { return s.Outcome(MessageIndex(m), attempt) }
+	return func(m pulsar.Message, attempt int) Outcome { return s.Outcome(s.index(m), attempt) }
 }
+
+// index returns a message's index for the table; it panics with unindexed
+// when the table has rows and the message has no index.
+func (s ScriptTable) index(m pulsar.Message) int {
+	i := MessageIndex(m)
+	if i < 0 && len(s) > 0 {
+		panic(unindexed{MessageKey(m.ID())})
+	}
+	return i
+}
+
+// unindexed is what a ScriptTable panics with, for the Driver to report,
+// when it is asked about a message without an index.
+type unindexed struct{ id string }
+
+func (u unindexed) Error() string {
+	return fmt.Sprintf("message %s has no index property %q, so a ScriptTable cannot say what to do with it: "+
+		"publish it with Properties: testkit.Index(n)", u.id, IndexProperty)
+}
+
+// IndexProperty is the message property that numbers a message for
+// MessageIndex and ScriptTable.
+const IndexProperty = "i"
+
+// Index returns the properties that number a message n (for
+// pulsar.ProducerMessage.Properties), as CheckHandler numbers its
+// messages; MessageIndex reads it back.
+func Index(n int) map[string]string { return map[string]string{IndexProperty: strconv.Itoa(n)} }
 
 // Scripts generates script tables for up to 20 messages, each row with up
 // to 4 outcomes drawn from outcomes (all four when none is given). Use them
@@ -102,7 +133,7 @@ func (f *Flaky) Do(m pulsar.Message) error {
 	attempt := f.calls[key]
 	f.calls[key]++
 	f.mu.Unlock()
-	switch f.script.Outcome(MessageIndex(m), attempt) {
+	switch f.script.Outcome(f.script.index(m), attempt) {
 	case Ack:
 		return nil
 	case Crash:

@@ -194,7 +194,7 @@ func (b *Broker) SetTenantAdmins(tenant string, roles ...string) {
 
 // Connections returns the broker's client connections: role, provider,
 // credential expiry and whether a refresh challenge is pending.
-func (b *Broker) Connections() []broker.ConnectionSnapshot { return b.srv.Connections() }
+func (b *Broker) Connections() []ConnectionSnapshot { return b.srv.Connections() }
 
 // startIssuer serves the OAuth2 issuer on a loopback port of its own.
 func (b *Broker) startIssuer() {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/pulsarsim/pulsarsim/admin"
 	"github.com/pulsarsim/pulsarsim/admin/view"
-	"github.com/pulsarsim/pulsarsim/broker"
 )
 
 // Seeding: put messages, subscriptions, schemas and policies in place
@@ -17,7 +16,7 @@ import (
 // Publish stores msgs on topic as a producer's sends would be stored, one
 // entry each, and returns their ids. Real consumers and readers receive
 // them, events report them, stats count them.
-func (b *Broker) Publish(topic string, msgs ...broker.ProducerMessage) []broker.MessageID {
+func (b *Broker) Publish(topic string, msgs ...ProducerMessage) []MessageID {
 	b.tb.Helper()
 	ids, err := b.srv.Publish(topic, msgs...)
 	if err != nil {
@@ -28,7 +27,7 @@ func (b *Broker) Publish(topic string, msgs ...broker.ProducerMessage) []broker.
 
 // PublishBatch stores msgs on topic as one batch entry, as a batching
 // producer would, and returns their ids (one per batch index).
-func (b *Broker) PublishBatch(topic string, msgs ...broker.ProducerMessage) []broker.MessageID {
+func (b *Broker) PublishBatch(topic string, msgs ...ProducerMessage) []MessageID {
 	b.tb.Helper()
 	ids, err := b.srv.PublishBatch(topic, msgs...)
 	if err != nil {
@@ -38,8 +37,8 @@ func (b *Broker) PublishBatch(topic string, msgs ...broker.ProducerMessage) []br
 }
 
 // CreateSubscription creates the durable subscription sub on topic at a
-// position: broker.Earliest, broker.Latest or broker.AtMessage(id).
-func (b *Broker) CreateSubscription(topic, sub string, at broker.Position) {
+// position: Earliest, Latest or AtMessage(id).
+func (b *Broker) CreateSubscription(topic, sub string, at Position) {
 	b.tb.Helper()
 	if err := b.srv.CreateSubscription(topic, sub, at); err != nil {
 		b.tb.Fatalf("pulsarsim: create subscription %s on %s: %v", sub, topic, err)
@@ -57,7 +56,7 @@ func (b *Broker) DeleteSubscription(topic, sub string, force bool) {
 
 // Entry returns the stored entry of topic with this id: its messages
 // (batches expanded) and its uncompressed body.
-func (b *Broker) Entry(topic string, id broker.MessageID) broker.Entry {
+func (b *Broker) Entry(topic string, id MessageID) Entry {
 	b.tb.Helper()
 	e, err := b.srv.Entry(topic, id)
 	if err != nil {
@@ -68,7 +67,7 @@ func (b *Broker) Entry(topic string, id broker.MessageID) broker.Entry {
 
 // Stats returns the statistics of a topic (or one partition), as Pulsar's
 // topic stats report them.
-func (b *Broker) Stats(topic string) broker.TopicStats {
+func (b *Broker) Stats(topic string) TopicStats {
 	b.tb.Helper()
 	st, err := b.srv.TopicStats(topic)
 	if err != nil {
@@ -78,7 +77,7 @@ func (b *Broker) Stats(topic string) broker.TopicStats {
 }
 
 // PutSchema registers a schema on topic and returns its version.
-func (b *Broker) PutSchema(topic string, s broker.Schema) int64 {
+func (b *Broker) PutSchema(topic string, s Schema) int64 {
 	b.tb.Helper()
 	v, err := b.srv.PutSchema(topic, s)
 	if err != nil {
@@ -88,7 +87,7 @@ func (b *Broker) PutSchema(topic string, s broker.Schema) int64 {
 }
 
 // Schema returns version v of topic's schema, its newest for a negative v.
-func (b *Broker) Schema(topic string, v int64) broker.Schema {
+func (b *Broker) Schema(topic string, v int64) Schema {
 	b.tb.Helper()
 	s, err := b.srv.Schema(topic, v)
 	if err != nil {
@@ -99,21 +98,21 @@ func (b *Broker) Schema(topic string, v int64) broker.Schema {
 
 // SetNamespacePolicies sets, on the namespace "tenant/ns", the policies
 // that set sets; the namespace's other policies stay as they are.
-func (b *Broker) SetNamespacePolicies(ns string, set broker.Policies) {
+func (b *Broker) SetNamespacePolicies(ns string, set Policies) {
 	b.tb.Helper()
-	b.UpdateNamespacePolicies(ns, func(p *broker.Policies) { *p = set.Or(*p) })
+	b.UpdateNamespacePolicies(ns, func(p *Policies) { *p = set.Or(*p) })
 }
 
 // SetTopicPolicies sets, on an existing topic, the policies that set sets;
 // the topic's other policies stay as they are.
-func (b *Broker) SetTopicPolicies(topic string, set broker.Policies) {
+func (b *Broker) SetTopicPolicies(topic string, set Policies) {
 	b.tb.Helper()
-	b.UpdateTopicPolicies(topic, func(p *broker.Policies) { *p = set.Or(*p) })
+	b.UpdateTopicPolicies(topic, func(p *Policies) { *p = set.Or(*p) })
 }
 
 // UpdateNamespacePolicies edits the namespace's own policies: change gets a
 // copy to change (a field set to nil is unset).
-func (b *Broker) UpdateNamespacePolicies(ns string, change func(*broker.Policies)) {
+func (b *Broker) UpdateNamespacePolicies(ns string, change func(*Policies)) {
 	b.tb.Helper()
 	if err := b.srv.UpdateNamespacePolicies(ns, change); err != nil {
 		b.tb.Fatalf("pulsarsim: policies of namespace %s: %v", ns, err)
@@ -122,7 +121,7 @@ func (b *Broker) UpdateNamespacePolicies(ns string, change func(*broker.Policies
 
 // UpdateTopicPolicies edits an existing topic's own policies, as
 // UpdateNamespacePolicies does a namespace's.
-func (b *Broker) UpdateTopicPolicies(topic string, change func(*broker.Policies)) {
+func (b *Broker) UpdateTopicPolicies(topic string, change func(*Policies)) {
 	b.tb.Helper()
 	if err := b.srv.UpdateTopicPolicies(topic, change); err != nil {
 		b.tb.Fatalf("pulsarsim: policies of topic %s: %v", topic, err)
@@ -131,7 +130,7 @@ func (b *Broker) UpdateTopicPolicies(topic string, change func(*broker.Policies)
 
 // AppliedPolicies returns the policies in force for a topic: each from the
 // topic, else its namespace, else the broker's default.
-func (b *Broker) AppliedPolicies(topic string) broker.Policies {
+func (b *Broker) AppliedPolicies(topic string) Policies {
 	b.tb.Helper()
 	p, err := b.srv.AppliedPolicies(topic)
 	if err != nil {
@@ -191,7 +190,7 @@ func (b *Broker) Compact(topic string) {
 
 // CompactionStatus returns the status of a topic's last compaction, as
 // GET .../compaction answers it.
-func (b *Broker) CompactionStatus(topic string) broker.CompactionStatus {
+func (b *Broker) CompactionStatus(topic string) CompactionStatus {
 	b.tb.Helper()
 	st, err := b.srv.CompactionStatus(topic)
 	if err != nil {

@@ -9,13 +9,12 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/pulsarsim/pulsarsim/broker"
 	"github.com/pulsarsim/pulsarsim/testkit"
 )
 
 // sameID reports whether a client's message id is the broker's id.
 // (pulsar-client-go gives an unbatched message batch index 0, the broker -1.)
-func sameID(got pulsar.MessageID, want broker.MessageID) bool {
+func sameID(got pulsar.MessageID, want testkit.MessageID) bool {
 	return got.LedgerID() == want.Ledger && got.EntryID() == want.Entry &&
 		(want.BatchIndex < 0 || got.BatchIdx() == want.BatchIndex)
 }
@@ -31,7 +30,7 @@ func TestPublishedMessagesReachAConsumerAndAReader(t *testing.T) {
 	}
 	defer cons.Close()
 	eventTime := time.UnixMilli(1_700_000_000_123)
-	sent := []broker.ProducerMessage{
+	sent := []testkit.ProducerMessage{
 		{Payload: []byte("first"), Key: "k1", Properties: map[string]string{"kind": "new"}, EventTime: eventTime},
 		{Payload: []byte("second"), Key: "k2", Properties: map[string]string{"kind": "old", "n": "2"}},
 	}
@@ -84,7 +83,7 @@ func TestPublishedMessagesReachAConsumerAndAReader(t *testing.T) {
 	}
 	published := 0
 	for _, e := range b.Events() {
-		if e.Kind == broker.EventPublished && e.Topic == topic {
+		if e.Kind == testkit.EventPublished && e.Topic == topic {
 			published++
 		}
 	}
@@ -103,9 +102,9 @@ func TestPublishedBatchArrivesAsItsMessages(t *testing.T) {
 	}
 	defer cons.Close()
 	ids := b.PublishBatch(topic,
-		broker.ProducerMessage{Payload: []byte("a"), Key: "x"},
-		broker.ProducerMessage{Payload: []byte("b"), Properties: map[string]string{"i": "1"}},
-		broker.ProducerMessage{Payload: []byte("c")},
+		testkit.ProducerMessage{Payload: []byte("a"), Key: "x"},
+		testkit.ProducerMessage{Payload: []byte("b"), Properties: map[string]string{"i": "1"}},
+		testkit.ProducerMessage{Payload: []byte("c")},
 	)
 	for i, want := range []string{"a", "b", "c"} {
 		m, err := cons.Receive(ctx)
@@ -137,7 +136,7 @@ func TestPublishedDelayedMessageWaitsForTheBrokerClock(t *testing.T) {
 		s, ok := b.Subscription(topic, "s")
 		return ok && len(s.Consumers) == 1 && s.Consumers[0].Permits > 0
 	})
-	b.Publish(topic, broker.ProducerMessage{Payload: []byte("later"), DeliverAt: b.Clock().Now().Add(time.Hour)})
+	b.Publish(topic, testkit.ProducerMessage{Payload: []byte("later"), DeliverAt: b.Clock().Now().Add(time.Hour)})
 	if ss := b.Stats(topic).Subscriptions["s"]; ss.MsgDelayed != 1 || ss.MsgOutCounter != 0 {
 		t.Fatalf("before its time: %d delayed, %d delivered; want 1 and 0", ss.MsgDelayed, ss.MsgOutCounter)
 	}
@@ -166,11 +165,11 @@ func TestSubscriptionCreatedAtAMessageStartsThere(t *testing.T) {
 		}
 		ids = append(ids, id)
 	}
-	b.CreateSubscription(topic, "from-2", broker.AtMessage(broker.MessageID{Ledger: ids[2].LedgerID(), Entry: ids[2].EntryID()}))
-	b.CreateSubscription(topic, "early", broker.Earliest)
-	b.CreateSubscription(topic, "late", broker.Latest)
+	b.CreateSubscription(topic, "from-2", testkit.AtMessage(testkit.MessageID{Ledger: ids[2].LedgerID(), Entry: ids[2].EntryID()}))
+	b.CreateSubscription(topic, "early", testkit.Earliest)
+	b.CreateSubscription(topic, "late", testkit.Latest)
 	for sub, want := range map[string]int64{"from-2": 2, "early": 4, "late": 0} {
-		if got := b.Sub(topic, sub).Backlog; got != want {
+		if got := mustSub(t, b, topic, sub).Backlog; got != want {
 			t.Fatalf("subscription %s: backlog %d, want %d", sub, got, want)
 		}
 	}
@@ -193,18 +192,16 @@ func TestSubscriptionCreatedAtAMessageStartsThere(t *testing.T) {
 func TestPoliciesSetForTheTestApply(t *testing.T) {
 	b := testkit.Start(t)
 	const topic = "persistent://public/default/policies"
-	if err := b.CreateTopic(topic); err != nil {
-		t.Fatal(err)
-	}
-	b.SetNamespacePolicies("public/default", broker.Policies{MessageTTLSeconds: new(60)})
+	b.CreateTopic(topic)
+	b.SetNamespacePolicies("public/default", testkit.Policies{MessageTTLSeconds: new(60)})
 	if got := *b.AppliedPolicies(topic).MessageTTLSeconds; got != 60 {
 		t.Fatalf("TTL from the namespace: %d, want 60", got)
 	}
-	b.SetTopicPolicies(topic, broker.Policies{MessageTTLSeconds: new(5)})
+	b.SetTopicPolicies(topic, testkit.Policies{MessageTTLSeconds: new(5)})
 	if got := *b.AppliedPolicies(topic).MessageTTLSeconds; got != 5 {
 		t.Fatalf("TTL from the topic: %d, want 5", got)
 	}
-	b.UpdateTopicPolicies(topic, func(p *broker.Policies) { p.MessageTTLSeconds = nil })
+	b.UpdateTopicPolicies(topic, func(p *testkit.Policies) { p.MessageTTLSeconds = nil })
 	if got := *b.AppliedPolicies(topic).MessageTTLSeconds; got != 60 {
 		t.Fatalf("TTL after the topic's was removed: %d, want 60", got)
 	}
@@ -214,7 +211,7 @@ func TestAdminURLServesThisBrokersAPIUntilTheTestEnds(t *testing.T) {
 	var url string
 	t.Run("test", func(t *testing.T) {
 		b := testkit.Start(t)
-		b.Publish("served", broker.ProducerMessage{Payload: []byte("m")})
+		b.Publish("served", testkit.ProducerMessage{Payload: []byte("m")})
 		url = b.AdminURL()
 		if again := b.AdminURL(); again != url {
 			t.Fatalf("second AdminURL %q, first %q", again, url)

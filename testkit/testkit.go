@@ -1,12 +1,32 @@
 // Package testkit is pulsarsim's API for tests: start a broker bound to a
-// test, point real clients at it, and inspect what the broker saw.
+// test, point real clients at it, and inspect what the broker saw. A test
+// imports testkit alone (with its Pulsar client and rapid): the broker's
+// types and constants a test names are here too, as aliases (Fault,
+// Policies, MessageID, ServerErrorServiceNotReady, CommandSubscribe,
+// TxnStatusCommitted…).
+//
+// # Errors
+//
+// A Broker is bound to the test that started it, as an httptest.Server is,
+// and its methods return no error: when the broker refuses what a method
+// asks (a fault it cannot apply, a topic that already exists, a publish it
+// does not store, a wait that ends before its condition holds, a
+// transaction it does not know), the method fails the test with
+// t.Fatalf, naming what was refused. The exceptions answer a question
+// rather than do something: Topic and Subscription return false when the
+// topic or subscription does not exist, as a map lookup does; and the
+// Check… methods (CheckInvariants, CheckSettlement, CheckHandler) return
+// what they found, for the test to judge. A function that takes a
+// testing.TB or a rapid.TB (NewDriver, CheckHandler, CaseTB) fails that
+// one. To see the broker's error itself, as a test of a refusal would, use
+// the broker package.
 //
 // Broker.CheckInvariants checks the broker's settlement invariants at any
 // point (WithInvariants at the test's end). Property checks of a consumer's
 // handler use the rapid generators HandlerCases, Scripts and
-// FaultSchedules with Broker.CheckHandler; TestWorkerLosesNoMessage in
-// example_property_test.go is the complete example, a property check of a
-// handler in a dozen lines, and runs with the package's tests.
+// FaultSchedules with Broker.CheckHandler; the README's "Property checks of
+// your own consumer" is the complete example, a property check of a
+// handler in a dozen lines, which the module's tests compile and run.
 package testkit
 
 import (
@@ -41,7 +61,8 @@ type Broker struct {
 	adminMu  sync.Mutex
 	adminURL string // the admin API's URL once AdminURL started it
 
-	cases atomic.Int64 // CheckHandler runs, for their topic names
+	cases    atomic.Int64               // CheckHandler runs, for their topic names
+	lastCase atomic.Pointer[HandlerRun] // the last CheckHandler run under rapid
 }
 
 // Option configures what Start starts: the broker's own options
@@ -137,7 +158,7 @@ func Start(tb testing.TB, opts ...Option) *Broker {
 			tb.Errorf("pulsarsim: %v", err)
 		}
 		if tb.Failed() {
-			tb.Logf("pulsarsim: what the broker saw (busiest messages first):\n%s", tk.Timelines(10))
+			tk.logFailure()
 		}
 	})
 	return tk
@@ -149,7 +170,7 @@ func (b *Broker) URL() string { return b.srv.URL() }
 
 // Messages returns the messages stored on topic, oldest first, with batches
 // expanded. It fails the test if a stored entry cannot be decoded.
-func (b *Broker) Messages(topic string) []broker.Message {
+func (b *Broker) Messages(topic string) []Message {
 	b.tb.Helper()
 	ms, err := b.srv.Messages(topic)
 	if err != nil {

@@ -2,9 +2,11 @@ package testkit_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,7 +140,7 @@ func TestTraceRecordsDeliveriesAcksAndRedeliveryRequests(t *testing.T) {
 	if got := strings.Join(kinds, " "); got != want {
 		t.Fatalf("trace %q, want it to start with %q", got, want)
 	}
-	tl := b.Timeline("traced", broker.MessageID{Ledger: m.ID().LedgerID(), Entry: m.ID().EntryID()})
+	tl := b.Timeline("traced", testkit.MessageID{Ledger: m.ID().LedgerID(), Entry: m.ID().EntryID()})
 	for _, line := range []string{"published by", "delivered to worker on s with redelivery count 0",
 		"worker asked for redelivery", "delivered to worker on s with redelivery count 1", "acked by worker"} {
 		if !strings.Contains(tl, line) {
@@ -149,9 +151,7 @@ func TestTraceRecordsDeliveriesAcksAndRedeliveryRequests(t *testing.T) {
 
 func TestFailNextFailsThatManyCommandsThenServesAgain(t *testing.T) {
 	b := testkit.Start(t)
-	if err := b.FailNext("PRODUCER", 2, broker.ServerErrorNotAllowed); err != nil {
-		t.Fatal(err)
-	}
+	b.FailNext("PRODUCER", 2, testkit.ServerErrorNotAllowedError)
 	c := b.Client()
 	for i := range 2 {
 		if _, err := c.CreateProducer(pulsar.ProducerOptions{Topic: "f"}); err == nil || !strings.Contains(err.Error(), "NotAllowed") {
@@ -163,16 +163,55 @@ func TestFailNextFailsThatManyCommandsThenServesAgain(t *testing.T) {
 		t.Fatalf("third producer: %v", err)
 	}
 	p.Close()
-	if err := b.FailNext("NO_SUCH_COMMAND", 1, broker.ServerErrorUnknown); err == nil {
-		t.Fatal("an unknown command name was accepted")
+}
+
+// fatalTB records the failure its Fatalf reports and ends the goroutine, as
+// testing.T does; everything else is the test's.
+type fatalTB struct {
+	testing.TB
+	mu    sync.Mutex
+	fatal string
+}
+
+func (f *fatalTB) Helper() {}
+
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.mu.Lock()
+	f.fatal = fmt.Sprintf(format, args...)
+	f.mu.Unlock()
+	runtime.Goexit()
+}
+
+func TestARefusedCallFailsTheTestNamingWhatWasRefused(t *testing.T) {
+	tb := &fatalTB{TB: t}
+	b := testkit.Start(tb)
+	for _, call := range []struct {
+		name string
+		do   func()
+		want string
+	}{
+		{"FailNext", func() { b.FailNext("NO_SUCH_COMMAND", 1, testkit.ServerErrorUnknownError) }, "NO_SUCH_COMMAND"},
+		{"CreatePartitionedTopic", func() { b.CreatePartitionedTopic("twice", 2); b.CreatePartitionedTopic("twice", 2) }, "twice"},
+		{"DeleteNamespace", func() { b.DeleteNamespace("nobody/none", false) }, "nobody/none"},
+	} {
+		tb.fatal = ""
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			call.do()
+		}()
+		<-done
+		tb.mu.Lock()
+		if !strings.Contains(tb.fatal, call.want) {
+			t.Errorf("%s refused: the test failed with %q, want it to name %s", call.name, tb.fatal, call.want)
+		}
+		tb.mu.Unlock()
 	}
 }
 
 func TestFailNextSendMakesTheClientResend(t *testing.T) {
 	b := testkit.Start(t)
-	if err := b.FailNext("SEND", 1, broker.ServerErrorPersistence); err != nil {
-		t.Fatal(err)
-	}
+	b.FailNext("SEND", 1, testkit.ServerErrorPersistenceError)
 	send(t, b.Client(), "resend", "kept")
 	// The Go client closes its connection on a SEND_ERROR and resends: the
 	// message is stored once.
@@ -184,9 +223,7 @@ func TestFailNextSendMakesTheClientResend(t *testing.T) {
 func TestDelayRepliesSlowsOnlyThatKind(t *testing.T) {
 	b := testkit.Start(t)
 	const delay = 200 * time.Millisecond
-	if err := b.DelayReplies("PRODUCER", delay); err != nil {
-		t.Fatal(err)
-	}
+	b.DelayReplies("PRODUCER", delay)
 	start := time.Now()
 	p, err := b.Client().CreateProducer(pulsar.ProducerOptions{Topic: "slow"})
 	if err != nil {
@@ -303,22 +340,33 @@ func TestExpiryEventNamesTheRangeItCovered(t *testing.T) {
 	}
 	c.Close()
 	b.WaitBacklog(ctx, "aging", "s", 2)
-	b.SetTopicPolicies("aging", broker.Policies{MessageTTLSeconds: new(60)})
+	b.SetTopicPolicies("aging", testkit.Policies{MessageTTLSeconds: new(60)})
 	// The TTL ran out after a minute; the periodic check at 5 minutes
 	// expires the messages.
 	b.Advance(2 * time.Minute)
-	if got := b.Sub("aging", "s").Backlog; got != 2 {
+	if got := mustSub(t, b, "aging", "s").Backlog; got != 2 {
 		t.Fatalf("backlog %d before the periodic check, want 2", got)
 	}
 	b.Advance(3 * time.Minute)
 	b.WaitBacklog(ctx, "aging", "s", 0)
-	var got []broker.Event
+	var got []testkit.Event
 	for _, e := range b.Events() {
-		if e.Kind == broker.EventExpired {
+		if e.Kind == testkit.EventExpired {
 			got = append(got, e)
 		}
 	}
 	if len(got) != 1 || got[0].From.Entry != 1 || got[0].ID.Entry != 2 {
 		t.Fatalf("expiry events %+v, want one from entry 1 to entry 2", got)
 	}
+}
+
+// mustSub returns a subscription's snapshot, failing the test when it does
+// not exist.
+func mustSub(t testing.TB, b *testkit.Broker, topic, name string) testkit.SubscriptionSnapshot {
+	t.Helper()
+	s, ok := b.Subscription(topic, name)
+	if !ok {
+		t.Fatalf("no subscription %s on %s", name, topic)
+	}
+	return s
 }

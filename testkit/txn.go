@@ -30,11 +30,11 @@ func (b *Broker) TxnClient(opts ...func(*pulsar.ClientOptions)) pulsar.Client {
 // and ended (the newest broker.DefaultTxnHistory ended ones), in id order:
 // each one's state, the partitions and subscriptions it registered, the
 // messages it produced and those it acknowledged.
-func (b *Broker) Transactions() []broker.Transaction { return b.srv.Transactions() }
+func (b *Broker) Transactions() []Transaction { return b.srv.Transactions() }
 
 // Transaction returns one transaction; it fails the test when the broker
 // does not know it.
-func (b *Broker) Transaction(id broker.TxnID) broker.Transaction {
+func (b *Broker) Transaction(id TxnID) Transaction {
 	b.tb.Helper()
 	t, ok := b.srv.Transaction(id)
 	if !ok {
@@ -43,15 +43,15 @@ func (b *Broker) Transaction(id broker.TxnID) broker.Transaction {
 	return t
 }
 
-// TxnID returns the broker's id of a client's transaction.
-func TxnID(t pulsar.Transaction) broker.TxnID {
+// TxnIDOf returns the broker's id of a client's transaction.
+func TxnIDOf(t pulsar.Transaction) TxnID {
 	id := t.GetTxnID()
-	return broker.TxnID{Most: id.MostSigBits, Least: id.LeastSigBits}
+	return TxnID{Most: id.MostSigBits, Least: id.LeastSigBits}
 }
 
 // NewTransaction opens a transaction without a client, with a timeout on
 // the broker clock (Advance moves it).
-func (b *Broker) NewTransaction(timeout time.Duration) broker.TxnID {
+func (b *Broker) NewTransaction(timeout time.Duration) TxnID {
 	b.tb.Helper()
 	id, err := b.srv.NewTransaction(timeout)
 	if err != nil {
@@ -62,7 +62,7 @@ func (b *Broker) NewTransaction(timeout time.Duration) broker.TxnID {
 
 // PublishInTransaction stores msgs on topic in transaction id (one entry
 // each) and returns their ids; consumers get them once it commits.
-func (b *Broker) PublishInTransaction(id broker.TxnID, topic string, msgs ...broker.ProducerMessage) []broker.MessageID {
+func (b *Broker) PublishInTransaction(id TxnID, topic string, msgs ...ProducerMessage) []MessageID {
 	b.tb.Helper()
 	ids, err := b.srv.PublishInTransaction(id, topic, msgs...)
 	if err != nil {
@@ -73,7 +73,7 @@ func (b *Broker) PublishInTransaction(id broker.TxnID, topic string, msgs ...bro
 
 // CommitTransaction commits a transaction as a client's commit does; it
 // fails the test on error.
-func (b *Broker) CommitTransaction(id broker.TxnID) {
+func (b *Broker) CommitTransaction(id TxnID) {
 	b.tb.Helper()
 	if err := b.srv.CommitTransaction(id); err != nil {
 		b.tb.Fatalf("pulsarsim: commit %v: %v", id, err)
@@ -82,18 +82,18 @@ func (b *Broker) CommitTransaction(id broker.TxnID) {
 
 // AbortTransaction aborts a transaction as a client's abort does; it fails
 // the test on error.
-func (b *Broker) AbortTransaction(id broker.TxnID) {
+func (b *Broker) AbortTransaction(id TxnID) {
 	b.tb.Helper()
 	if err := b.srv.AbortTransaction(id); err != nil {
 		b.tb.Fatalf("pulsarsim: abort %v: %v", id, err)
 	}
 }
 
-// WaitTransaction blocks until transaction id is in status ("COMMITTED",
-// "ABORTED"…) and returns it.
-func (b *Broker) WaitTransaction(ctx context.Context, id broker.TxnID, status string) broker.Transaction {
+// WaitTransaction blocks until transaction id is in status
+// (TxnStatusCommitted, TxnStatusAborted…) and returns it.
+func (b *Broker) WaitTransaction(ctx context.Context, id TxnID, status TxnStatus) Transaction {
 	b.tb.Helper()
-	var last broker.Transaction
+	var last Transaction
 	err := b.waitFor(ctx, func() bool {
 		t, ok := b.srv.Transaction(id)
 		last = t

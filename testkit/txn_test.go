@@ -9,7 +9,6 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/pulsarsim/pulsarsim/broker"
 	"github.com/pulsarsim/pulsarsim/testkit"
 )
 
@@ -26,7 +25,7 @@ func TestTransactionsShowWhatEachProducedAndAcked(t *testing.T) {
 	b := testkit.Start(t, testkit.WithTransactions())
 	ctx := txnCtx(t)
 	c := b.TxnClient()
-	in := b.Publish("in", broker.ProducerMessage{Payload: []byte("order")})
+	in := b.Publish("in", testkit.ProducerMessage{Payload: []byte("order")})
 	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: "in", SubscriptionName: "worker",
 		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
 	if err != nil {
@@ -53,7 +52,7 @@ func TestTransactionsShowWhatEachProducedAndAcked(t *testing.T) {
 	if err := cons.AckWithTxn(m, txn); err != nil {
 		t.Fatal(err)
 	}
-	id := testkit.TxnID(txn)
+	id := testkit.TxnIDOf(txn)
 	open := b.Transaction(id)
 	if open.Status != "OPEN" || len(open.Produced) != 1 || open.Produced[0].ID.Entry != out.EntryID() ||
 		len(open.Acked) != 1 || open.Acked[0].ID != in[0] || open.Acked[0].Subscription != "worker" {
@@ -66,14 +65,14 @@ func TestTransactionsShowWhatEachProducedAndAcked(t *testing.T) {
 		t.Fatalf("committed transaction: %+v", got)
 	}
 	b.WaitBacklog(ctx, "in", "worker", 0)
-	kinds := map[broker.EventKind]int{}
+	kinds := map[testkit.EventKind]int{}
 	for _, ev := range b.Events() {
 		if ev.Txn != nil && *ev.Txn == id {
 			kinds[ev.Kind]++
 		}
 	}
-	for _, k := range []broker.EventKind{broker.EventTxnOpened, broker.EventPublished, broker.EventTxnAcked,
-		broker.EventAcked, broker.EventTxnCommitted} {
+	for _, k := range []testkit.EventKind{testkit.EventTxnOpened, testkit.EventPublished, testkit.EventTxnAcked,
+		testkit.EventAcked, testkit.EventTxnCommitted} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s event of the transaction (saw %v)", k, kinds)
 		}
@@ -87,7 +86,7 @@ func TestTransactionsShowWhatEachProducedAndAcked(t *testing.T) {
 	} {
 		id := in[0]
 		if want.topic == "out" {
-			id = broker.MessageID{Ledger: out.LedgerID(), Entry: out.EntryID()}
+			id = testkit.MessageID{Ledger: out.LedgerID(), Entry: out.EntryID()}
 		}
 		if tl := b.Timeline(want.topic, id); !strings.Contains(tl, want.text) {
 			t.Errorf("timeline of %s lacks %q:\n%s", want.topic, want.text, tl)
@@ -103,7 +102,7 @@ func TestAFailedCommitLeavesTheTransactionToItsTimeout(t *testing.T) {
 	b := testkit.Start(t, testkit.WithTransactions())
 	ctx := txnCtx(t)
 	c := b.TxnClient()
-	f := b.Fault(broker.Fault{Command: "END_TXN", Count: 1, Error: broker.ServerErrorServiceNotReady})
+	f := b.Fault(testkit.Fault{Command: "END_TXN", Count: 1, Error: testkit.ServerErrorServiceNotReady})
 	txn, err := c.NewTransaction(time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -115,11 +114,11 @@ func TestAFailedCommitLeavesTheTransactionToItsTimeout(t *testing.T) {
 	if f.Fired() != 1 {
 		t.Fatalf("fired %d times", f.Fired())
 	}
-	if got := b.Transaction(testkit.TxnID(txn)); got.Status != "OPEN" {
+	if got := b.Transaction(testkit.TxnIDOf(txn)); got.Status != testkit.TxnStatusOpen {
 		t.Fatalf("after the failed commit: %s", got.Status)
 	}
 	b.Advance(time.Minute + time.Second)
-	if got := b.WaitTransaction(ctx, testkit.TxnID(txn), "ABORTED"); !got.TimedOut {
+	if got := b.WaitTransaction(ctx, testkit.TxnIDOf(txn), testkit.TxnStatusAborted); !got.TimedOut {
 		t.Fatalf("at its timeout: %+v", got)
 	}
 }
@@ -128,7 +127,7 @@ func TestAHeldCommitKeepsTheMessagesBackUntilReleased(t *testing.T) {
 	b := testkit.Start(t, testkit.WithTransactions())
 	ctx := txnCtx(t)
 	c := b.TxnClient()
-	b.CreateSubscription("t", "s", broker.Earliest)
+	b.CreateSubscription("t", "s", testkit.Earliest)
 	prod, err := c.CreateProducer(pulsar.ProducerOptions{Topic: "t", DisableBatching: true})
 	if err != nil {
 		t.Fatal(err)
@@ -141,11 +140,11 @@ func TestAHeldCommitKeepsTheMessagesBackUntilReleased(t *testing.T) {
 	if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("x"), Transaction: txn}); err != nil {
 		t.Fatal(err)
 	}
-	h := b.Hold(broker.Fault{Command: "END_TXN"})
+	h := b.Hold(testkit.Fault{Command: "END_TXN"})
 	done := make(chan error, 1)
 	go func() { done <- txn.Commit(context.Background()) }()
 	held := b.NextHeld(ctx, h)
-	if got := b.Transaction(testkit.TxnID(txn)); got.Status != "OPEN" {
+	if got := b.Transaction(testkit.TxnIDOf(txn)); got.Status != testkit.TxnStatusOpen {
 		t.Fatalf("while the commit is held: %s", got.Status)
 	}
 	b.Release(ctx, held)
@@ -166,13 +165,13 @@ func TestASeededTransactionTimesOutWhenTheClockAdvances(t *testing.T) {
 	b := testkit.Start(t, testkit.WithTransactions())
 	ctx := txnCtx(t)
 	id := b.NewTransaction(10 * time.Second)
-	b.PublishInTransaction(id, "t", broker.ProducerMessage{Payload: []byte("x")})
+	b.PublishInTransaction(id, "t", testkit.ProducerMessage{Payload: []byte("x")})
 	b.Advance(9 * time.Second)
-	if got := b.Transaction(id); got.Status != "OPEN" {
+	if got := b.Transaction(id); got.Status != testkit.TxnStatusOpen {
 		t.Fatalf("before its timeout: %s", got.Status)
 	}
 	b.Advance(2 * time.Second)
-	if got := b.WaitTransaction(ctx, id, "ABORTED"); !got.TimedOut {
+	if got := b.WaitTransaction(ctx, id, testkit.TxnStatusAborted); !got.TimedOut {
 		t.Fatalf("after its timeout: %+v", got)
 	}
 }

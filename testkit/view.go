@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/pulsarsim/pulsarsim/admin/view"
@@ -31,13 +32,24 @@ func (b *Broker) ViewURL() string {
 // WriteReport writes a report of the broker to path, as one self-contained
 // HTML file: the state of every topic and subscription, and a picture of the
 // life of each of the busiest messages (the ones with the most events), as
-// a failing test's report has.
-func (b *Broker) WriteReport(path string) error {
-	return b.writeReport(path, fmt.Sprintf("What the broker saw during %s.", b.tb.Name()), false)
+// a failing test's report has. It fails the test when the file cannot be
+// written.
+func (b *Broker) WriteReport(path string) {
+	b.tb.Helper()
+	b.must(b.writeReport(path, fmt.Sprintf("What the broker saw during %s.", b.tb.Name()), false), "write the report %s", path)
 }
 
 func (b *Broker) writeReport(path, note string, failed bool) error {
-	rep := view.NewReport(b.srv, b.Events(), reportSize)
+	events, topics := b.Events(), func(string) bool { return true }
+	if failed {
+		var scope string
+		events, scope, topics = b.failureScope()
+		if scope != "" {
+			note = fmt.Sprintf("%s failed. These are the lives of the busiest messages%s, as the broker saw them; the other cases' topics are left out.", b.tb.Name(), scope)
+		}
+	}
+	rep := view.NewReport(b.srv, events, reportSize)
+	rep.Topics = slices.DeleteFunc(rep.Topics, func(t view.TopicState) bool { return !topics(t.Name) })
 	rep.Title = b.tb.Name()
 	rep.Note, rep.Failed = note, failed
 	rep.History = b.history.Stats()

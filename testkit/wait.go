@@ -3,8 +3,6 @@ package testkit
 import (
 	"context"
 	"time"
-
-	"github.com/pulsarsim/pulsarsim/broker"
 )
 
 // fallbackPoll bounds how long a Wait helper sleeps between two checks of its
@@ -32,7 +30,7 @@ func (b *Broker) waitFor(ctx context.Context, cond func() bool) error {
 		}
 	}
 	wake := make(chan struct{}, 1)
-	cancel := b.OnEvent(func(broker.Event) {
+	cancel := b.OnEvent(func(Event) {
 		select {
 		case wake <- struct{}{}:
 		default:
@@ -68,9 +66,9 @@ func (b *Broker) WaitBacklog(ctx context.Context, topic, sub string, n int64) {
 }
 
 // WaitMessages blocks until topic holds at least n messages, and returns them.
-func (b *Broker) WaitMessages(ctx context.Context, topic string, n int) []broker.Message {
+func (b *Broker) WaitMessages(ctx context.Context, topic string, n int) []Message {
 	b.tb.Helper()
-	var ms []broker.Message
+	var ms []Message
 	err := b.waitFor(ctx, func() bool {
 		var err error
 		ms, err = b.srv.Messages(topic)
@@ -84,7 +82,10 @@ func (b *Broker) WaitMessages(ctx context.Context, topic string, n int) []broker
 
 // Sub returns a snapshot of the subscription, failing the test when it does
 // not exist.
-func (b *Broker) Sub(topic, sub string) broker.SubscriptionSnapshot {
+//
+// Deprecated: use Subscription, which reports a missing subscription as a
+// map lookup does (see the package doc's error convention).
+func (b *Broker) Sub(topic, sub string) SubscriptionSnapshot {
 	b.tb.Helper()
 	s, ok := b.Subscription(topic, sub)
 	if !ok {

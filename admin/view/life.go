@@ -407,7 +407,26 @@ func markOf(e *broker.Event, kind MarkKind) Mark {
 	return m
 }
 
+// consumerEvent reports whether e is something a consumer did or got.
+func consumerEvent(e *broker.Event) bool {
+	switch e.Kind {
+	case broker.EventDelivered, broker.EventRedeliveryAsked, broker.EventConsumerOpened,
+		broker.EventConsumerClosed, broker.EventTxnAcked:
+		return true
+	case broker.EventAcked:
+		return e.Txn == nil // a commit's acks are the transaction's
+	}
+	return false
+}
+
 func (b *builder) add(e *broker.Event) {
+	if e.Consumer == "" && consumerEvent(e) {
+		// A consumer without a name (a pulsar-client-go reader's) is named
+		// by its id, so that lanes and sentences have a name to show.
+		named := *e
+		named.Consumer = fmt.Sprintf("unnamed consumer %d", e.ConsumerID)
+		e = &named
+	}
 	switch e.Kind {
 	case broker.EventPublished:
 		b.published(e)

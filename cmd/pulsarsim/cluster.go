@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,6 +23,16 @@ var loadManagers = map[string]broker.LoadManager{
 	"extensible": broker.ExtensibleLoadManager,
 	"org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl":          broker.ModularLoadManager,
 	"org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl": broker.ExtensibleLoadManager,
+}
+
+// loadManagerNames returns the values -load-manager accepts, sorted.
+func loadManagerNames() []string {
+	names := make([]string, 0, len(loadManagers))
+	for n := range loadManagers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // parseLoadManager reads -load-manager.

@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,25 +91,40 @@ var confFlags = map[string]string{
 	"loadManagerClassName":                                 "load-manager",
 }
 
+// confKeys are the standalone.conf keys applyConfigFile reads besides
+// those of confFlags.
+var confKeys = []string{"bindAddress", "brokerServicePort", "brokerServicePortTls", "webServicePort",
+	"webServicePortTls", "authenticationEnabled", "authenticationProviders", "authenticationRefreshCheckSeconds",
+	"backlogQuotaCheckIntervalInSeconds", "backlogQuotaCheckEnabled", "backlogQuotaDefaultLimitGB"}
+
 // applyConfigFile reads a Pulsar standalone.conf and sets every flag it
 // covers that the command line did not set. The listener ports combine with
-// bindAddress (pulsarsim's default bind address stays 127.0.0.1).
-func applyConfigFile(fs *flag.FlagSet, path string) error {
+// bindAddress (pulsarsim's default bind address stays 127.0.0.1). As Pulsar
+// does, it skips the keys it does not know, and returns those that have a
+// value, sorted, for the caller to say so; a line that is not key=value,
+// or a value its flag refuses, is an error naming the line or key.
+func applyConfigFile(fs *flag.FlagSet, path string) (ignored []string, err error) {
 	conf, err := readConf(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	explicit := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
-	set := func(name, value string) error {
+	set := func(key, name, value string) error {
 		if explicit[name] || fs.Lookup(name) == nil {
 			return nil
 		}
 		if err := fs.Set(name, value); err != nil {
-			return fmt.Errorf("%s: %s=%q: %w", path, name, value, err)
+			return fmt.Errorf("%s: %s=%s: %w", path, key, value, err)
 		}
 		return nil
 	}
+	for key, v := range conf {
+		if _, known := confFlags[key]; !known && !slices.Contains(confKeys, key) && v != "" {
+			ignored = append(ignored, key)
+		}
+	}
+	slices.Sort(ignored)
 	bind := conf["bindAddress"]
 	if bind == "" {
 		bind = "127.0.0.1"
@@ -115,33 +132,40 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 	for key, name := range map[string]string{"brokerServicePort": "addr", "brokerServicePortTls": "tls-addr",
 		"webServicePort": "http", "webServicePortTls": "https"} {
 		if port := conf[key]; port != "" {
-			if err := set(name, net.JoinHostPort(bind, port)); err != nil {
-				return err
+			if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+				return nil, fmt.Errorf("%s: %s=%s: not a port number (0 to 65535)", path, key, port)
+			}
+			if err := set(key, name, net.JoinHostPort(bind, port)); err != nil {
+				return nil, err
 			}
 		}
 	}
 	for key, name := range confFlags {
 		if v, ok := conf[key]; ok && v != "" {
-			if err := set(name, v); err != nil {
-				return err
+			if err := set(key, name, v); err != nil {
+				return nil, err
 			}
 		}
 	}
 	if err := applyQuotaConf(conf, set); err != nil {
-		return err
+		return nil, err
 	}
 	if secs := conf["authenticationRefreshCheckSeconds"]; secs != "" {
-		if err := set("auth-refresh", secs+"s"); err != nil {
-			return err
+		if err := set("authenticationRefreshCheckSeconds", "auth-refresh", secs+"s"); err != nil {
+			return nil, err
 		}
 	}
 	if conf["authenticationEnabled"] == "true" {
-		return set("auth-providers", conf["authenticationProviders"])
+		if err := set("authenticationProviders", "auth-providers", conf["authenticationProviders"]); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	return ignored, nil
 }
 
-// readConf parses key=value lines; '#' starts a comment line.
+// readConf parses key=value lines; a line starting with '#' is a comment,
+// and any other line without '=' or with an empty key is refused, with its
+// number.
 func readConf(path string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -150,14 +174,16 @@ func readConf(path string) (map[string]string, error) {
 	defer f.Close()
 	conf := map[string]string{}
 	sc := bufio.NewScanner(f)
-	for sc.Scan() {
+	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		if k, v, ok := strings.Cut(line, "="); ok {
-			conf[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		k, v, ok := strings.Cut(line, "=")
+		if k = strings.TrimSpace(k); !ok || k == "" {
+			return nil, fmt.Errorf("%s:%d: %q is not a key=value line", path, n, line)
 		}
+		conf[k] = strings.TrimSpace(v)
 	}
 	return conf, sc.Err()
 }

@@ -38,7 +38,7 @@ advertisedListeners=internal:pulsar://127.0.0.1:6650,internal:pulsar+ssl://127.0
 	maxMsg := fs.Int("max-message-size", 5<<20, "")
 	sec := addSecurityFlags(fs)
 	must(t, fs.Parse([]string{"-addr", "127.0.0.1:7000"}))
-	must(t, applyConfigFile(fs, conf))
+	mustApply(t, fs, conf)
 
 	if *addr != "127.0.0.1:7000" {
 		t.Errorf("a flag given on the command line was overridden: %s", *addr)
@@ -92,7 +92,7 @@ func TestConfigFileSetsTheInactiveTopicSettings(t *testing.T) {
 	maxInactive := fs.Int("delete-inactive-topics-max-inactive", 0, "")
 	mode := fs.String("delete-inactive-topics-mode", "delete_when_no_subscriptions", "")
 	must(t, fs.Parse(nil))
-	must(t, applyConfigFile(fs, conf))
+	mustApply(t, fs, conf)
 	if *enabled || *freq != 30 || *maxInactive != 90 || *mode != "delete_when_subscriptions_caught_up" {
 		t.Fatalf("enabled %v, frequency %d, max inactive %d, mode %s", *enabled, *freq, *maxInactive, *mode)
 	}
@@ -111,8 +111,15 @@ func TestConfigFileSetsBrokerDeduplication(t *testing.T) {
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	dedup := fs.Bool("deduplication", false, "")
 	must(t, fs.Parse(nil))
-	must(t, applyConfigFile(fs, conf))
+	mustApply(t, fs, conf)
 	if !*dedup {
 		t.Fatal("brokerDeduplicationEnabled=true left -deduplication off")
+	}
+}
+
+func mustApply(t *testing.T, fs *flag.FlagSet, conf string) {
+	t.Helper()
+	if _, err := applyConfigFile(fs, conf); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,8 +2,12 @@
 // with its admin HTTP API on 127.0.0.1:8080, until it is interrupted. Any
 // Pulsar client can connect to it. Given a certificate it also serves
 // pulsar+ssl:// on 6651 and https:// on 8443, as a standalone does; -config
-// reads a Pulsar standalone.conf. It exits non-zero when a listener cannot be
-// opened, or when the admin API's server fails while running.
+// reads a Pulsar standalone.conf (the keys it does not know are named in a
+// warning and skipped, as Pulsar skips them). -h prints the flags and exits
+// 0. It exits 1 when an argument, a flag's value or a line of the config
+// file is refused (each message names the flag, key or line and what it
+// accepts), when a listener cannot be opened, or when the admin API's
+// server fails while running.
 package main
 
 import (
@@ -17,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,7 +31,12 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	err := run(os.Args[1:])
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		// -h and -help print the usage and ask for nothing else.
+		os.Exit(0)
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "pulsarsim:", err)
 		os.Exit(1)
 	}
@@ -89,10 +99,18 @@ func run(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: pulsarsim takes flags only (-h lists them)", fs.Arg(0))
+	}
+	var ignoredKeys []string
 	if *configFile != "" {
-		if err := applyConfigFile(fs, *configFile); err != nil {
+		var err error
+		if ignoredKeys, err = applyConfigFile(fs, *configFile); err != nil {
 			return err
 		}
+	}
+	if err := checkFlags(fs); err != nil {
+		return err
 	}
 	secOpts, err := sec.brokerOptions()
 	if err != nil {
@@ -111,21 +129,18 @@ func run(args []string) error {
 		Frequency:   time.Duration(*inactiveFrequency) * time.Second,
 		MaxInactive: time.Duration(*inactiveMax) * time.Second,
 		Mode:        broker.InactiveTopicDeleteMode(*inactiveMode)}
-	if m := inactive.Mode; m != broker.DeleteWhenNoSubscriptions && m != broker.DeleteWhenSubscriptionsCaughtUp {
-		return fmt.Errorf("-delete-inactive-topics-mode %q: want %s or %s", m,
-			broker.DeleteWhenNoSubscriptions, broker.DeleteWhenSubscriptionsCaughtUp)
-	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if len(ignoredKeys) > 0 {
+		logger.Warn("pulsarsim ignores the keys of the config file it does not know, as Pulsar does",
+			"file", *configFile, "count", len(ignoredKeys), "keys", strings.Join(ignoredKeys, ","))
+	}
 	lm, err := parseLoadManager(*loadManager)
 	if err != nil {
 		return err
-	}
-	if *brokers < 1 {
-		return fmt.Errorf("-brokers %d: want 1 or more", *brokers)
 	}
 	opts := append([]broker.Option{
 		broker.WithLogger(logger),

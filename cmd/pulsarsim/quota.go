@@ -49,20 +49,20 @@ func (q quotaFlags) brokerOptions() ([]broker.Option, error) {
 }
 
 // applyQuotaConf sets the quota flags from a standalone.conf's keys.
-func applyQuotaConf(conf map[string]string, set func(name, value string) error) error {
+func applyQuotaConf(conf map[string]string, set func(key, name, value string) error) error {
 	if v := conf["backlogQuotaCheckIntervalInSeconds"]; v != "" {
-		if err := set("backlog-quota-check-interval", v+"s"); err != nil {
+		if err := set("backlogQuotaCheckIntervalInSeconds", "backlog-quota-check-interval", v+"s"); err != nil {
 			return err
 		}
 	}
 	if conf["backlogQuotaCheckEnabled"] == "false" {
-		if err := set("backlog-quota-check-interval", "0s"); err != nil {
+		if err := set("backlogQuotaCheckEnabled", "backlog-quota-check-interval", "0s"); err != nil {
 			return err
 		}
 	}
 	// backlogQuotaDefaultLimitGB, when positive, wins over the bytes.
 	if gb, err := strconv.ParseFloat(conf["backlogQuotaDefaultLimitGB"], 64); err == nil && gb > 0 {
-		if err := set("backlog-quota-default-limit-bytes", strconv.FormatInt(int64(gb*(1<<30)), 10)); err != nil {
+		if err := set("backlogQuotaDefaultLimitGB", "backlog-quota-default-limit-bytes", strconv.FormatInt(int64(gb*(1<<30)), 10)); err != nil {
 			return err
 		}
 	}

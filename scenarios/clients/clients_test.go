@@ -586,7 +586,7 @@ func run(t *testing.T, c *client, argv []string, sc *scenario) {
 	if !done {
 		t.Fatalf("%s driver printed no done line", c.name)
 	}
-	if s := b.Sub(r.topic, r.sub); s.Backlog != 0 {
+	if s := mustSub(t, b, r.topic, r.sub); s.Backlog != 0 {
 		t.Errorf("%s: backlog %d at the end, want 0", c.name, s.Backlog)
 	}
 	// Every message that did not go to the dead-letter topic was acked by
@@ -687,4 +687,15 @@ func readToSentinel(t *testing.T, b *testkit.Broker, topic string) []string {
 		}
 		out = append(out, string(m.Payload()))
 	}
+}
+
+// mustSub returns a subscription's snapshot, failing the test when it does
+// not exist.
+func mustSub(t testing.TB, b *testkit.Broker, topic, name string) testkit.SubscriptionSnapshot {
+	t.Helper()
+	s, ok := b.Subscription(topic, name)
+	if !ok {
+		t.Fatalf("no subscription %s on %s", name, topic)
+	}
+	return s
 }
