@@ -56,6 +56,10 @@ func (c *conn) handleProducer(p *pb.CommandProducer) {
 		c.send(protocol.ErrorCommand(reqID, pb.ServerError_ServiceNotReady, c.b.notServedMessage(tn)))
 		return
 	}
+	if errors.Is(err, errPartitionPastCount) {
+		c.send(protocol.ErrorCommand(reqID, pb.ServerError_TopicNotFound, "Topic not found "+tn.String()))
+		return
+	}
 	if err != nil {
 		c.send(protocol.ErrorCommand(reqID, pb.ServerError_TopicNotFound, "Topic not found"))
 		return

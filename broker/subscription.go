@@ -261,6 +261,10 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 		refuse(&refusal{pb.ServerError_ServiceNotReady, c.b.notServedMessage(tn)})
 		return
 	}
+	if errors.Is(err, errPartitionPastCount) {
+		refuse(&refusal{pb.ServerError_TopicNotFound, "Topic " + tn.String() + " does not exist"})
+		return
+	}
 	if err != nil {
 		refuse(&refusal{pb.ServerError_TopicNotFound, "Topic does not exist"})
 		return
@@ -283,7 +287,8 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 
 // checkSubscribe applies the checks of a SUBSCRIBE that need no topic: its
 // topic name, the client's permission, the subscription name, partitioned
-// topics and read-compacted subscriptions.
+// topics and read-compacted subscriptions (only on persistent topics, and
+// only Exclusive or Failover).
 func (c *conn) checkSubscribe(sub *pb.CommandSubscribe) (TopicName, *refusal) {
 	tn, err := ParseTopicName(sub.GetTopic())
 	switch {
@@ -296,6 +301,9 @@ func (c *conn) checkSubscribe(sub *pb.CommandSubscribe) (TopicName, *refusal) {
 	case c.b.partitions(tn) > 0:
 		return tn, &refusal{pb.ServerError_NotAllowedError,
 			fmt.Sprintf("Cannot subscribe to partitioned topic %s directly; subscribe to its partitions", tn)}
+	case sub.GetReadCompacted() && !tn.Persistent:
+		// A non-persistent topic has no compacted view, whatever the type.
+		return tn, &refusal{pb.ServerError_NotAllowedError, "readCompacted only valid on persistent topics"}
 	case sub.GetReadCompacted() &&
 		(sub.GetSubType() == pb.CommandSubscribe_Shared || sub.GetSubType() == pb.CommandSubscribe_Key_Shared):
 		return tn, &refusal{pb.ServerError_NotAllowedError, "readCompacted only allowed on failover or exclusive subscriptions"}

@@ -230,6 +230,9 @@ func (b *Broker) getOrCreateTopic(tn TopicName, create bool) (*Topic, error) {
 	if !b.namespaceReadyLocked(tn.NamespaceName()) {
 		return nil, errNoNamespace
 	}
+	if b.partitionPastCountLocked(tn) {
+		return nil, errPartitionPastCount
+	}
 	// A partition of a partitioned topic is created whenever it is used:
 	// an inactive-topic check may have deleted it.
 	if !create && (tn.Partition < 0 || tn.Partition >= b.partitioned[tn.Base().String()]) {

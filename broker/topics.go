@@ -238,7 +238,7 @@ func (b *Broker) partitionedMetadata(tn TopicName, autoCreate bool) (int, error)
 	if !b.topicExistsLocked(tn) && !b.namespaceReadyLocked(tn.NamespaceName()) {
 		return 0, errNoNamespace
 	}
-	if !b.topicExistsLocked(tn) && (!b.cfg.autoCreateTopics || !autoCreate) {
+	if b.partitionPastCountLocked(tn) || !b.topicExistsLocked(tn) && (!b.cfg.autoCreateTopics || !autoCreate) {
 		return 0, topicNotFound(tn)
 	}
 	if tn.Partition >= 0 {
