@@ -44,6 +44,7 @@ func New(b *broker.Broker, opts ...Option) *Server {
 	s.routeCompaction()
 	s.routeSchemas()
 	s.routeSchemaPolicies()
+	s.routeAutoTopicCreation()
 	s.routeCluster()
 	s.routeMetrics()
 	s.routeSecurity()

@@ -63,7 +63,12 @@ func (s *Server) getPartitions(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, err)
 		return
 	}
-	reply(w, map[string]int{"partitions": n}, nil)
+	// Pulsar's PartitionedTopicMetadata also says whether the topic is
+	// being deleted; it is not, once it answers.
+	reply(w, struct {
+		Partitions int  `json:"partitions"`
+		Deleted    bool `json:"deleted"`
+	}{n, false}, nil)
 }
 
 func (s *Server) deletePartitionedTopic(w http.ResponseWriter, r *http.Request) {

@@ -15,6 +15,9 @@ type Option func(*config)
 type config struct {
 	maxMessageSize    int
 	autoCreateTopics  bool
+	autoTopicType     TopicType // allowAutoTopicCreationType
+	defaultPartitions int       // defaultNumPartitions
+	maxPartitions     int       // maxNumPartitionsPerPartitionedTopic, 0: no limit
 	autoNamespaces    bool
 	quotaInterval     time.Duration // backlogQuotaCheckIntervalInSeconds; 0: no periodic check
 	preciseQuota      bool          // preciseTimeBasedBacklogQuotaCheck
@@ -51,6 +54,8 @@ func defaultConfig() config {
 	return config{
 		maxMessageSize:    protocol.DefaultMaxMessageSize,
 		autoCreateTopics:  true,
+		autoTopicType:     TopicTypeNonPartitioned,
+		defaultPartitions: 1,
 		keepAlive:         30 * time.Second,
 		logger:            slog.New(slog.DiscardHandler),
 		clock:             SystemClock{},
@@ -73,8 +78,9 @@ func defaultConfig() config {
 // larger than it plus 10 KiB close their connection. Default 5 MiB.
 func WithMaxMessageSize(n int) Option { return func(c *config) { c.maxMessageSize = n } }
 
-// WithAutoTopicCreation turns automatic (non-partitioned) topic creation on
-// or off. Default on, as in a Pulsar standalone.
+// WithAutoTopicCreation turns topic creation on first use on or off
+// (allowAutoTopicCreation; of the type WithAutoTopicCreationType sets).
+// Default on, as in a Pulsar standalone.
 func WithAutoTopicCreation(on bool) Option { return func(c *config) { c.autoCreateTopics = on } }
 
 // WithKeepAlive sets the keep-alive interval: the broker pings an idle client

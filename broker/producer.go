@@ -51,7 +51,7 @@ func (c *conn) handleProducer(p *pb.CommandProducer) {
 		c.send(ok)
 		return
 	}
-	t, err := c.b.getOrCreateTopic(tn, c.b.cfg.autoCreateTopics)
+	t, err := c.b.getOrCreateTopic(tn, c.b.autoCreateAllowed(tn))
 	if errors.Is(err, errNoNamespace) {
 		c.send(protocol.ErrorCommand(reqID, pb.ServerError_ServiceNotReady, c.b.notServedMessage(tn)))
 		return

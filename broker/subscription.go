@@ -256,7 +256,7 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 		c.send(protocol.SuccessCommand(reqID))
 		return
 	}
-	t, err := c.b.getOrCreateTopic(tn, c.b.cfg.autoCreateTopics && sub.GetForceTopicCreation())
+	t, err := c.b.getOrCreateTopic(tn, c.b.autoCreateAllowed(tn) && sub.GetForceTopicCreation())
 	if errors.Is(err, errNoNamespace) {
 		refuse(&refusal{pb.ServerError_ServiceNotReady, c.b.notServedMessage(tn)})
 		return

@@ -64,7 +64,7 @@ func (b *Broker) CreateSubscription(topic, sub string, at Position) error {
 	}
 	var ts []*Topic
 	for _, name := range b.partitionNames(tn) {
-		t, err := b.getOrCreateTopic(name, b.cfg.autoCreateTopics)
+		t, err := b.getOrCreateTopic(name, b.autoCreateAllowed(name))
 		if errors.Is(err, errNoNamespace) {
 			return err
 		}

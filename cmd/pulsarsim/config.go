@@ -62,6 +62,9 @@ var confFlags = map[string]string{
 	"advertisedListeners":                                  "advertised-listeners",
 	"maxMessageSize":                                       "max-message-size",
 	"allowAutoTopicCreation":                               "auto-create-topics",
+	"allowAutoTopicCreationType":                           "auto-topic-creation-type",
+	"defaultNumPartitions":                                 "default-num-partitions",
+	"maxNumPartitionsPerPartitionedTopic":                  "max-partitions-per-topic",
 	"subscriptionKeySharedUseConsistentHashing":            "key-shared-consistent-hashing",
 	"acknowledgmentAtBatchIndexLevelEnabled":               "batch-index-ack",
 	"transactionCoordinatorEnabled":                        "transactions",
@@ -86,6 +89,7 @@ var confFlags = map[string]string{
 	"brokerDeleteInactiveTopicsMaxInactiveDurationSeconds": "delete-inactive-topics-max-inactive",
 	"brokerDeleteInactiveTopicsMode":                       "delete-inactive-topics-mode",
 	"brokerDeduplicationEnabled":                           "deduplication",
+	"isSchemaValidationEnforced":                           "schema-validation-enforced",
 }
 
 // applyConfigFile reads a Pulsar standalone.conf and sets every flag it
