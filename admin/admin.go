@@ -98,6 +98,8 @@ func (s *Server) routeTopics() {
 	m.HandleFunc("GET "+topic+"/subscriptions", s.inNamespace(s.listSubscriptions))
 	m.HandleFunc("PUT "+topic+"/subscription/{sub}", s.inNamespace(s.createSubscription))
 	m.HandleFunc("DELETE "+topic+"/subscription/{sub}", s.inNamespace(s.deleteSubscription))
+	m.HandleFunc("GET "+topic+"/subscription/{sub}/properties", s.inNamespace(s.subscriptionProperties))
+	m.HandleFunc("PUT "+topic+"/subscription/{sub}/properties", s.inNamespace(s.setSubscriptionProperties))
 	m.HandleFunc("GET "+topic+"/ledger/{ledger}/entry/{entry}", s.inNamespace(s.messageByID))
 	m.HandleFunc("GET "+topic+"/subscription/{sub}/position/{position}", s.inNamespace(s.peekMessage))
 	m.HandleFunc("GET "+topic+"/examinemessage", s.inNamespace(s.examineMessage))

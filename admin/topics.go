@@ -172,8 +172,9 @@ func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 	topic, err := topicFromPath(r)
 	var body struct {
-		LedgerID *int64 `json:"ledgerId"`
-		EntryID  *int64 `json:"entryId"`
+		LedgerID   *int64            `json:"ledgerId"`
+		EntryID    *int64            `json:"entryId"`
+		Properties map[string]string `json:"properties"`
 	}
 	if err == nil {
 		err = decodeJSON(r, &body)
@@ -186,7 +187,7 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 	if body.LedgerID != nil && body.EntryID != nil {
 		at = broker.AtMessage(broker.MessageID{Ledger: *body.LedgerID, Entry: *body.EntryID})
 	}
-	reply(w, nil, s.b.CreateSubscription(topic, r.PathValue("sub"), at))
+	reply(w, nil, s.b.CreateSubscriptionWithProperties(topic, r.PathValue("sub"), at, body.Properties))
 }
 
 func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) {

@@ -47,6 +47,9 @@ type Subscription struct {
 	readCompacted bool
 	// endRead is the cursor's read past the last entry (endoftopic.go).
 	endRead endRead
+	// properties are the subscription's properties, nil for none
+	// (subscriptionproperties.go).
+	properties map[string]string
 
 	// created is when the subscription was created (broker clock);
 	// settledAtStart counts the entries its cursor started with as
@@ -330,6 +333,9 @@ func (t *Topic) subscriptionForLocked(c *conn, sub *pb.CommandSubscribe, typ dis
 		}
 		s = t.newSubscriptionLocked(sub.GetSubscription(), sub.GetDurable(), t.startPosition(sub))
 		s.fromFirst = sub.GetDurable() && sub.GetInitialPosition() == pb.CommandSubscribe_Earliest
+		// Only the SUBSCRIBE that creates the subscription gives it
+		// properties (subscriptionproperties.go).
+		s.properties = properties(sub.GetSubscriptionProperties())
 	case s.durable && !sub.GetDurable():
 		return nil, &refusal{pb.ServerError_NotAllowedError, "Durable subscription with the same name already exists."}
 	case !s.durable && sub.GetDurable():
