@@ -117,6 +117,35 @@ func subscriptionPropertiesStory(t *testing.T, tg *scenarios.Target, admin strin
 		SubscriptionProperties: []*pb.KeyValue{{Key: proto.String("k"), Value: proto.String("v")}}}))
 	out = append(out, "a non-durable SUBSCRIBE with properties: "+describe(w.read()))
 	note("the non-durable subscription", "reader-sub")
+	call("PUT", "/subscription/s/properties", "")
+	note("after a PUT without a body", "s")
+
+	// A partitioned topic: its partitions' subscriptions get the
+	// properties.
+	parted := tg.Topic("sub-props-parted")
+	ppath := admin + "/admin/v2/persistent/" + strings.TrimPrefix(parted, "persistent://")
+	pcall := func(method, p, body string) string {
+		status, answer := adminCall(t, method, ppath+p, body)
+		return fmt.Sprintf("%s %s %s -> %d %s", method, p, body, status, strings.ReplaceAll(answer, parted, "{parted}"))
+	}
+	out = append(out, pcall("PUT", "/partitions", "2"),
+		pcall("PUT", "/subscription/s", `{"ledgerId":-1,"entryId":-1,"properties":{"a":"1"}}`),
+		pcall("GET", "/subscription/s/properties", ""))
+	out = append(out, "partition 1: "+subscriptionPropertiesOf(t, admin, parted+"-partition-1", "s"))
+	out = append(out, pcall("PUT", "/subscription/s/properties", `{"b":"2"}`), pcall("GET", "/subscription/s/properties", ""))
+	out = append(out, "partition 1: "+subscriptionPropertiesOf(t, admin, parted+"-partition-1", "s"))
+	var pstats struct {
+		Subscriptions map[string]struct {
+			SubscriptionProperties map[string]string `json:"subscriptionProperties"`
+		} `json:"subscriptions"`
+	}
+	_, body := adminCall(t, "GET", ppath+"/partitioned-stats", "")
+	_ = json.Unmarshal([]byte(body), &pstats)
+	inStats, _ := json.Marshal(pstats.Subscriptions["s"].SubscriptionProperties)
+	out = append(out, "partitioned stats: "+string(inStats))
+	status, answer := adminCall(t, "GET", admin+"/admin/v2/persistent/public/default/no-such-topic-"+
+		strings.TrimPrefix(topic, "persistent://public/default/")+"/subscription/s/properties", "")
+	out = append(out, fmt.Sprintf("a missing topic: %d %s", status, strings.ReplaceAll(answer, strings.TrimPrefix(topic, "persistent://public/default/"), "{run}")))
 	return out
 }
 
