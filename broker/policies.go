@@ -285,6 +285,11 @@ func (p Policies) validate() error {
 	if v := p.SchemaCompatibilityStrategy; v != nil && !v.valid() {
 		return errorf(ErrInvalidPolicy, "Invalid schema compatibility strategy %s", *v)
 	}
+	if a := p.AutoTopicCreation; a != nil {
+		if err := a.Validate(0); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
