@@ -240,12 +240,16 @@ func (s *Server) clusterOwnedNamespaces(w http.ResponseWriter, r *http.Request) 
 func (s *Server) runtimeConfiguration(w http.ResponseWriter, r *http.Request) {
 	p := s.b.BrokerPolicies()
 	conf := map[string]string{
-		"clusterName":                    s.b.ClusterName(),
-		"isRunningStandalone":            "true",
-		"schemaCompatibilityStrategy":    string(*p.SchemaCompatibilityStrategy),
-		"isAllowAutoUpdateSchemaEnabled": strconv.FormatBool(*p.AllowAutoUpdateSchema),
-		"isSchemaValidationEnforced":     strconv.FormatBool(*p.SchemaValidationEnforced),
-		"ttlDurationDefaultInSeconds":    strconv.Itoa(*p.MessageTTLSeconds),
+		"clusterName":                         s.b.ClusterName(),
+		"isRunningStandalone":                 "true",
+		"schemaCompatibilityStrategy":         string(*p.SchemaCompatibilityStrategy),
+		"isAllowAutoUpdateSchemaEnabled":      strconv.FormatBool(*p.AllowAutoUpdateSchema),
+		"isSchemaValidationEnforced":          strconv.FormatBool(*p.SchemaValidationEnforced),
+		"ttlDurationDefaultInSeconds":         strconv.Itoa(*p.MessageTTLSeconds),
+		"allowAutoTopicCreation":              strconv.FormatBool(p.AutoTopicCreation.Allow),
+		"allowAutoTopicCreationType":          string(p.AutoTopicCreation.Type),
+		"defaultNumPartitions":                strconv.Itoa(p.AutoTopicCreation.DefaultNumPartitions),
+		"maxNumPartitionsPerPartitionedTopic": strconv.Itoa(s.b.MaxPartitionsPerTopic()),
 	}
 	reply(w, conf, nil)
 }

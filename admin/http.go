@@ -50,6 +50,7 @@ var statuses = []struct {
 	{broker.ErrInvalidName, http.StatusPreconditionFailed},
 	{broker.ErrInvalidPolicy, http.StatusPreconditionFailed},
 	{broker.ErrInvalidPartitions, http.StatusNotAcceptable},
+	{broker.ErrTooManyPartitions, http.StatusNotAcceptable},
 	{broker.ErrFewerPartitions, http.StatusUnprocessableEntity},
 	{broker.ErrInvalidMessage, http.StatusBadRequest},
 	{broker.ErrIncompatibleSchema, http.StatusConflict},

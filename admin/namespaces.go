@@ -52,24 +52,14 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) {
 	reply(w, list, err)
 }
 
-// namespaceCreation is the part of the policies document a namespace may be
-// created with that pulsarsim keeps: the permissions of auth_policies, on
-// the namespace and on its topics. Pulsar keeps the whole document; the
-// other policies are read past here and set by their own endpoints.
-type namespaceCreation struct {
-	AuthPolicies struct {
-		NamespaceAuth   map[string][]string            `json:"namespace_auth"`
-		DestinationAuth map[string]map[string][]string `json:"destination_auth"`
-	} `json:"auth_policies"`
-}
-
-// createNamespace creates a namespace, with the permissions its body's
-// policies grant (a body that does not parse is a 400 and creates nothing).
+// createNamespace creates a namespace with the policies of its body
+// (namespacecreation.go). A body that does not parse is a 400, a value out
+// of range a 412, and both create nothing.
 func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {
-	var body namespaceCreation
 	ns, err := namespaceFromPath(r)
+	var body namespaceCreation
 	if err == nil {
-		err = decodeJSON(r, &body)
+		body, err = readNamespaceCreation(r)
 	}
 	topics := map[string]broker.TopicName{}
 	for topic := range body.AuthPolicies.DestinationAuth {
@@ -77,10 +67,15 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {
 			topics[topic], err = broker.ParseTopicName(topic)
 		}
 	}
+	var change func(*broker.Policies)
+	if err == nil {
+		change, err = s.creationChange(body)
+	}
 	if err == nil {
 		err = s.b.CreateNamespace(ns)
 	}
 	if err == nil {
+		err = s.b.UpdateNamespacePolicies(ns, change)
 		for role, actions := range body.AuthPolicies.NamespaceAuth {
 			err = errors.Join(err, s.b.GrantNamespacePermission(ns, role, actions))
 		}
@@ -125,6 +120,9 @@ func (s *Server) getNamespacePolicies(w http.ResponseWriter, r *http.Request) {
 	doc["replicatorDispatchRate"] = byCluster(dispatchRateValue(pol.ReplicatorDispatchRate))
 	doc["publishMaxMessageRate"] = byCluster(publishRateEndpoint.value(pol))
 	s.addSchemaPolicies(doc, pol)
+	if pol.AutoTopicCreation != nil {
+		doc["autoTopicCreationOverride"] = autoTopicCreationOut(*pol.AutoTopicCreation)
+	}
 	reply(w, doc, nil)
 }
 

@@ -20,8 +20,12 @@ type schemaJSON struct {
 }
 
 func schemaResponse(s broker.Schema) schemaJSON {
+	data := string(s.Data)
+	if s.Type == "KEY_VALUE" {
+		data = keyValueDataJSON(s)
+	}
 	return schemaJSON{Version: s.Version, Type: s.Type, Timestamp: s.Registered.UnixMilli(),
-		Data: string(s.Data), Properties: s.Properties}
+		Data: data, Properties: s.Properties}
 }
 
 // getSchema answers the newest schema of a topic, or the version the path
@@ -84,6 +88,9 @@ func readSchemaPayload(r *http.Request) (string, broker.Schema, error) {
 	sc := broker.Schema{Data: []byte(body.Schema), Properties: body.Properties}
 	if body.Type != nil {
 		sc.Type = *body.Type
+	}
+	if err == nil && sc.Type == "KEY_VALUE" {
+		sc.Data, err = keyValueDataBinary(sc.Data)
 	}
 	return topic, sc, err
 }

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -64,6 +65,9 @@ type subscriptionJSON struct {
 	ActiveConsumerName               string         `json:"activeConsumerName,omitempty"`
 	IsDurable                        bool           `json:"isDurable"`
 	Consumers                        []consumerJSON `json:"consumers"`
+	// SubscriptionProperties are the subscription's properties, {} for
+	// none.
+	SubscriptionProperties map[string]string `json:"subscriptionProperties"`
 	subscriptionActivityJSON
 }
 
@@ -204,6 +208,7 @@ func subscriptionDoc(ss broker.SubscriptionStats) subscriptionJSON {
 		MsgOutCounter: ss.MsgOutCounter, BytesOutCounter: ss.BytesOutCounter,
 		ActiveConsumerName: ss.ActiveConsumerName, IsDurable: ss.Durable, Consumers: []consumerJSON{},
 		BlockedSubscriptionOnUnackedMsgs: ss.Blocked,
+		SubscriptionProperties:           map[string]string{},
 		subscriptionActivityJSON: subscriptionActivityJSON{
 			MessageAckRate: ss.MessageAckRate, MsgInReplay: ss.MsgInReplay,
 			MsgRateExpired: ss.MsgRateExpired, TotalMsgExpired: ss.TotalMsgExpired, LastExpireTimestamp: millis(ss.LastExpire),
@@ -215,6 +220,7 @@ func subscriptionDoc(ss broker.SubscriptionStats) subscriptionJSON {
 			NonContiguousDeletedMessagesRangesSerializedSize: ss.AckedRangesSize,
 		},
 	}
+	maps.Copy(out.SubscriptionProperties, ss.Properties)
 	for _, c := range ss.Consumers {
 		out.Consumers = append(out.Consumers, consumerJSON{
 			ConsumerName: c.ConsumerName, AvailablePermits: c.AvailablePermits, UnackedMessages: c.UnackedMessages,
@@ -332,6 +338,10 @@ func addTopicStats(sum *topicStatsJSON, st topicStatsJSON) {
 		acc.MsgOutCounter += ss.MsgOutCounter
 		acc.BytesOutCounter += ss.BytesOutCounter
 		acc.Consumers = append(append([]consumerJSON{}, acc.Consumers...), ss.Consumers...)
+		if acc.SubscriptionProperties == nil {
+			acc.SubscriptionProperties = map[string]string{}
+		}
+		maps.Copy(acc.SubscriptionProperties, ss.SubscriptionProperties)
 		addSubscriptionActivity(&acc.subscriptionActivityJSON, ss.subscriptionActivityJSON)
 		sum.Subscriptions[name] = acc
 	}

@@ -63,7 +63,12 @@ func (s *Server) getPartitions(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, err)
 		return
 	}
-	reply(w, map[string]int{"partitions": n}, nil)
+	// Pulsar's PartitionedTopicMetadata also says whether the topic is
+	// being deleted; it is not, once it answers.
+	reply(w, struct {
+		Partitions int  `json:"partitions"`
+		Deleted    bool `json:"deleted"`
+	}{n, false}, nil)
 }
 
 func (s *Server) deletePartitionedTopic(w http.ResponseWriter, r *http.Request) {
@@ -167,8 +172,9 @@ func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 	topic, err := topicFromPath(r)
 	var body struct {
-		LedgerID *int64 `json:"ledgerId"`
-		EntryID  *int64 `json:"entryId"`
+		LedgerID   *int64            `json:"ledgerId"`
+		EntryID    *int64            `json:"entryId"`
+		Properties map[string]string `json:"properties"`
 	}
 	if err == nil {
 		err = decodeJSON(r, &body)
@@ -181,7 +187,7 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 	if body.LedgerID != nil && body.EntryID != nil {
 		at = broker.AtMessage(broker.MessageID{Ledger: *body.LedgerID, Entry: *body.EntryID})
 	}
-	reply(w, nil, s.b.CreateSubscription(topic, r.PathValue("sub"), at))
+	reply(w, nil, s.b.CreateSubscriptionWithProperties(topic, r.PathValue("sub"), at, body.Properties))
 }
 
 func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) {

@@ -11,10 +11,14 @@ import (
 
 // Producer access modes, as Pulsar's topics apply them:
 //   - Shared: refused with ProducerBusy while an exclusive producer holds the
-//     topic;
+//     topic or a WaitForExclusive producer waits for it;
 //   - Exclusive: refused with ProducerFenced while any other producer is
-//     attached;
-//   - ExclusiveWithFencing: closes every other producer and takes the topic;
+//     attached or waits;
+//   - ExclusiveWithFencing: fails the waiting producers (ProducerFenced,
+//     "Fenced out") first, so that none is promoted, then closes every other
+//     producer and takes the topic. Pulsar closes the fenced producers
+//     without telling their clients (no CLOSE_PRODUCER): the next SEND of
+//     one closes its connection, and the client, reconnecting, is refused;
 //   - WaitForExclusive: queued until the topic is free. The client first gets
 //     PRODUCER_SUCCESS with producer_ready false, then a second one with
 //     producer_ready true when it holds the topic.
@@ -45,23 +49,27 @@ func (t *Topic) admitProducerLocked(prod *Producer, req *pb.CommandProducer) (ok
 		msg := "org.apache.pulsar.broker.service.BrokerServiceException$" + class + ": " + fmt.Sprintf(format, args...)
 		return false, false, protocol.ErrorCommand(req.GetRequestId(), code, msg)
 	}
+	// Pulsar names the exclusive producer, "null" when a waiting producer,
+	// not a holder, is the reason.
+	holder := "null"
+	if t.exclusive != nil {
+		holder = t.exclusive.Name
+	}
 	switch req.GetProducerAccessMode() {
 	case pb.ProducerAccessMode_Shared:
-		if t.exclusive != nil {
-			return refuse(pb.ServerError_ProducerBusy, "Topic has an existing exclusive producer: %s", t.exclusive.Name)
+		if t.exclusive != nil || len(t.waiting) > 0 {
+			return refuse(pb.ServerError_ProducerBusy, "Topic has an existing exclusive producer: %s", holder)
 		}
 		return true, false, nil
 	case pb.ProducerAccessMode_Exclusive:
-		if t.exclusive != nil {
-			return refuse(pb.ServerError_ProducerFenced, "Topic has an existing exclusive producer: %s", t.exclusive.Name)
+		if t.exclusive != nil || len(t.waiting) > 0 {
+			return refuse(pb.ServerError_ProducerFenced, "Topic has an existing exclusive producer: %s", holder)
 		}
 		if len(t.producers) > 0 {
 			return refuse(pb.ServerError_ProducerFenced, "Topic has existing shared producers")
 		}
 	case pb.ProducerAccessMode_ExclusiveWithFencing:
-		for p := range t.producers {
-			t.closeProducerLocked(p)
-		}
+		t.fenceOthersLocked()
 	case pb.ProducerAccessMode_WaitForExclusive:
 		if t.exclusive != nil || len(t.producers) > 0 {
 			t.waiting = append(t.waiting, waitingProducer{prod, req.GetRequestId()})
@@ -73,6 +81,35 @@ func (t *Topic) admitProducerLocked(prod *Producer, req *pb.CommandProducer) (ok
 	}
 	t.takeExclusiveLocked(prod, req.TopicEpoch)
 	return true, false, nil
+}
+
+// fenceOthersLocked clears the way for an ExclusiveWithFencing producer:
+// the waiting producers fail first, so that closing the others promotes
+// none of them, then every attached producer is closed without a word to
+// its client.
+func (t *Topic) fenceOthersLocked() {
+	waiting := t.waiting
+	t.waiting = nil
+	for _, w := range waiting {
+		w.p.conn.dropProducerID(w.p)
+		w.p.conn.send(protocol.ErrorCommand(w.reqID, pb.ServerError_ProducerFenced,
+			"org.apache.pulsar.broker.service.BrokerServiceException$ProducerFencedException: Fenced out"))
+	}
+	for p := range t.producers {
+		t.b.emit(Event{Kind: EventProducerClosed, Topic: t.full, Producer: p.Name, Reason: "broker"})
+		p.conn.dropProducerID(p)
+		t.dropProducerLocked(p)
+	}
+}
+
+// dropProducerID removes p from its connection's table without remembering
+// it as closed by the broker: a SEND for it then closes the connection.
+func (c *conn) dropProducerID(p *Producer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.producers[p.ID] == p {
+		delete(c.producers, p.ID)
+	}
 }
 
 // takeExclusiveLocked makes prod the topic's exclusive producer: a producer

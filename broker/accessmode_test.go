@@ -69,8 +69,9 @@ func TestWaitForExclusiveProducerGetsTheTopicWhenTheHolderCloses(t *testing.T) {
 	}
 }
 
-func TestExclusiveWithFencingClosesTheOtherProducers(t *testing.T) {
+func TestExclusiveWithFencingClosesTheOtherProducersSilently(t *testing.T) {
 	// pulsar-client-go has no fencing mode: this client speaks the protocol.
+	// Pulsar closes the fenced producer without a CLOSE_PRODUCER.
 	b := testkit.Start(t)
 	c := dialRaw(t, addrOf(b))
 	c.connect()
@@ -79,20 +80,12 @@ func TestExclusiveWithFencingClosesTheOtherProducers(t *testing.T) {
 		Topic: ptr("fence"), ProducerId: ptr(uint64(2)), RequestId: ptr(uint64(9)),
 		ProducerAccessMode: pb.ProducerAccessMode_ExclusiveWithFencing.Enum(),
 	}))
-	var closed, succeeded bool
-	for !closed || !succeeded {
-		r := c.read()
-		switch {
-		case r.CloseProducer != nil && r.CloseProducer.GetProducerId() == 1:
-			closed = true
-		case r.ProducerSuccess != nil && r.ProducerSuccess.GetRequestId() == 9:
-			succeeded = true
-			if r.ProducerSuccess.TopicEpoch == nil || r.ProducerSuccess.GetTopicEpoch() != 0 {
-				t.Fatalf("fencing producer: topic epoch %v, want 0 (the topic's first)", r.ProducerSuccess.TopicEpoch)
-			}
-		default:
-			t.Fatalf("unexpected %v", r.GetType())
-		}
+	r := c.read()
+	if r.ProducerSuccess == nil || r.ProducerSuccess.GetRequestId() != 9 {
+		t.Fatalf("fencing producer: got %v, want its PRODUCER_SUCCESS and no CLOSE_PRODUCER before it", r.GetType())
+	}
+	if r.ProducerSuccess.TopicEpoch == nil || r.ProducerSuccess.GetTopicEpoch() != 0 {
+		t.Fatalf("fencing producer: topic epoch %v, want 0 (the topic's first)", r.ProducerSuccess.TopicEpoch)
 	}
 	if st, _ := b.Topic("fence"); len(st.Producers) != 1 {
 		t.Fatalf("producers after fencing: %v, want only the fencing one", st.Producers)

@@ -71,6 +71,9 @@ var (
 	// ErrInvalidPartitions: a partitioned topic needs at least one
 	// partition.
 	ErrInvalidPartitions = errors.New("Number of partitions should be more than 0")
+	// ErrTooManyPartitions: a partition count is over
+	// maxNumPartitionsPerPartitionedTopic (WithMaxPartitionsPerTopic).
+	ErrTooManyPartitions = errors.New("Too many partitions")
 	// ErrFewerPartitions: a partitioned topic's partition count can only
 	// grow.
 	ErrFewerPartitions = errors.New("Partition count cannot decrease")

@@ -69,7 +69,9 @@ func (c *conn) handleLookup(l *pb.CommandLookupTopic) {
 // handlePartitionedMetadata answers PARTITIONED_METADATA: N for a partitioned
 // topic, 0 for any other topic, and TopicNotFound (with an empty message, as
 // Pulsar sends) for a missing topic when auto-creation is off, either
-// broker-wide or in the request. With authorization on, a topic of a tenant
+// broker-wide (or for the namespace) or in the request. A missing topic
+// that the policy in force creates partitioned is created here, with the
+// default count (autotopiccreation.go). With authorization on, a topic of a tenant
 // that does not exist is TopicNotFound for any role but a super-user's.
 func (c *conn) handlePartitionedMetadata(m *pb.CommandPartitionedTopicMetadata) {
 	resp := &pb.CommandPartitionedTopicMetadataResponse{RequestId: proto.Uint64(m.GetRequestId())}
@@ -89,7 +91,7 @@ func (c *conn) handlePartitionedMetadata(m *pb.CommandPartitionedTopicMetadata) 
 		resp.Error = pb.ServerError_AuthorizationError.Enum()
 		resp.Message = proto.String("Client is not authorized to Get Partition Metadata")
 	default:
-		if n, err = c.b.partitionedMetadata(tn, m.GetMetadataAutoCreationEnabled()); err != nil {
+		if n, err = c.b.partitionedMetadata(tn, m.GetMetadataAutoCreationEnabled(), true); err != nil {
 			resp.Response = pb.CommandPartitionedTopicMetadataResponse_Failed.Enum()
 			resp.Error = pb.ServerError_TopicNotFound.Enum()
 			resp.Message = proto.String("")

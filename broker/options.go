@@ -23,6 +23,9 @@ type config struct {
 	loadManager       LoadManager
 	maxMessageSize    int
 	autoCreateTopics  bool
+	autoTopicType     TopicType // allowAutoTopicCreationType
+	defaultPartitions int       // defaultNumPartitions
+	maxPartitions     int       // maxNumPartitionsPerPartitionedTopic, 0: no limit
 	autoNamespaces    bool
 	quotaInterval     time.Duration // backlogQuotaCheckIntervalInSeconds; 0: no periodic check
 	preciseQuota      bool          // preciseTimeBasedBacklogQuotaCheck
@@ -59,6 +62,8 @@ func defaultConfig() config {
 	return config{
 		maxMessageSize:    protocol.DefaultMaxMessageSize,
 		autoCreateTopics:  true,
+		autoTopicType:     TopicTypeNonPartitioned,
+		defaultPartitions: 1,
 		keepAlive:         30 * time.Second,
 		logger:            slog.New(slog.DiscardHandler),
 		clock:             SystemClock{},
@@ -81,8 +86,9 @@ func defaultConfig() config {
 // larger than it plus 10 KiB close their connection. Default 5 MiB.
 func WithMaxMessageSize(n int) Option { return func(c *config) { c.maxMessageSize = n } }
 
-// WithAutoTopicCreation turns automatic (non-partitioned) topic creation on
-// or off. Default on, as in a Pulsar standalone.
+// WithAutoTopicCreation turns topic creation on first use on or off
+// (allowAutoTopicCreation; of the type WithAutoTopicCreationType sets).
+// Default on, as in a Pulsar standalone.
 func WithAutoTopicCreation(on bool) Option { return func(c *config) { c.autoCreateTopics = on } }
 
 // WithKeepAlive sets the keep-alive interval: the broker pings an idle client

@@ -118,6 +118,12 @@ type Policies struct {
 	// inactive_topic_policies; inactive.go). Default: the broker's
 	// WithInactiveTopicDeletion, deleted after 60 s without subscriptions.
 	InactiveTopics *InactiveTopicPolicies
+	// AutoTopicCreation is a namespace's autoTopicCreation policy
+	// (autoTopicCreationOverride; autotopiccreation.go): whether, and of
+	// which type, its topics are created on first use. Set on namespaces
+	// only. Default: the broker's WithAutoTopicCreation,
+	// WithAutoTopicCreationType and WithDefaultNumPartitions.
+	AutoTopicCreation *AutoTopicCreation
 }
 
 // Retention is a retention policy (Pulsar's RetentionPolicies). Both zero
@@ -231,6 +237,7 @@ func defaultPolicies() Policies {
 		SchemaValidationEnforced:          new(false),
 		AllowAutoUpdateSchema:             new(true),
 		InactiveTopics:                    new(DefaultInactiveTopicDeletion.policy()),
+		AutoTopicCreation:                 &AutoTopicCreation{Allow: true, Type: TopicTypeNonPartitioned},
 	}
 }
 
@@ -277,6 +284,11 @@ func (p Policies) validate() error {
 	}
 	if v := p.SchemaCompatibilityStrategy; v != nil && !v.valid() {
 		return errorf(ErrInvalidPolicy, "Invalid schema compatibility strategy %s", *v)
+	}
+	if a := p.AutoTopicCreation; a != nil {
+		if err := a.Validate(0); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -377,6 +389,7 @@ func (cfg *config) brokerPolicies() Policies {
 		MaxUnackedMessagesPerConsumer: new(max(cfg.maxUnackedPerCons, 0)),
 		InactiveTopics:                new(cfg.inactive.policy()),
 		DeduplicationEnabled:          new(cfg.dedup),
+		AutoTopicCreation:             &AutoTopicCreation{Allow: cfg.autoCreateTopics, Type: cfg.autoTopicType, DefaultNumPartitions: cfg.defaultPartitions},
 	}
 	return cfg.policies.Or(fromOptions).Or(defaultPolicies())
 }

@@ -51,9 +51,13 @@ func (c *conn) handleProducer(p *pb.CommandProducer) {
 		c.send(ok)
 		return
 	}
-	t, err := c.b.getOrCreateTopic(tn, c.b.cfg.autoCreateTopics)
+	t, err := c.b.getOrCreateTopic(tn, c.b.autoCreateAllowed(tn))
 	if errors.Is(err, errNoNamespace) || errors.Is(err, errNotServed) {
 		c.send(protocol.ErrorCommand(reqID, pb.ServerError_ServiceNotReady, c.b.notServedMessage(tn)))
+		return
+	}
+	if errors.Is(err, errPartitionPastCount) {
+		c.send(protocol.ErrorCommand(reqID, pb.ServerError_TopicNotFound, "Topic not found "+tn.String()))
 		return
 	}
 	if err != nil {

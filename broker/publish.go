@@ -63,7 +63,7 @@ func (b *Broker) publishIn(topic string, batch bool, msgs []ProducerMessage, id 
 	if b.partitions(tn) > 0 {
 		return nil, errorf(ErrInvalidName, "Cannot produce to partitioned topic %s directly; produce to its partitions", tn)
 	}
-	t, err := b.getOrCreateTopic(tn, b.cfg.autoCreateTopics)
+	t, err := b.getOrCreateTopic(tn, b.autoCreateAllowed(tn))
 	if err != nil {
 		return nil, err
 	}

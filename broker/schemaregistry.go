@@ -122,7 +122,8 @@ func checkWithAll(live []storedSchema, s *pb.Schema, strategy SchemaCompatibilit
 // addSchema registers the schema of a producer (or of GET_OR_CREATE_SCHEMA)
 // on tn and returns its version, as Pulsar's tryAddSchema and
 // AbstractTopic.addSchema do. No schema is the empty version, unless the
-// topic has a schema and schema validation is enforced. When the namespace
+// topic has a schema and schema validation is enforced (by the broker, or
+// by the policy in force for the topic). When the namespace
 // does not allow automatic updates only a schema the topic has is taken.
 func (b *Broker) addSchema(tn TopicName, s *pb.Schema) ([]byte, *schemaFailure) {
 	pol := b.appliedPolicies(tn)
@@ -131,7 +132,10 @@ func (b *Broker) addSchema(tn TopicName, s *pb.Schema) ([]byte, *schemaFailure) 
 	defer b.mu.Unlock()
 	live, first := b.liveSchemasLocked(key)
 	if s == nil {
-		if len(live) > 0 && *pol.SchemaValidationEnforced {
+		// The broker's setting (isSchemaValidationEnforced) enforces it
+		// whatever the namespace and the topic say, as in Pulsar's
+		// ServerCnx.
+		if len(live) > 0 && (*pol.SchemaValidationEnforced || *b.cfg.policies.SchemaValidationEnforced) {
 			return nil, incompatible("Producers cannot connect or send message without a schema to topics with a " +
 				"schemawhen SchemaValidationEnforced is enabled")
 		}

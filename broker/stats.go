@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"maps"
 	"sort"
 	"time"
 
@@ -103,6 +104,9 @@ type SubscriptionStats struct {
 	// EarliestPublishTime is the publish time (ms) of the oldest
 	// unacknowledged entry, 0 without a backlog.
 	EarliestPublishTime int64
+	// Properties are the subscription's properties
+	// (subscriptionproperties.go), nil for none.
+	Properties map[string]string
 }
 
 // ConsumerStats is one consumer's part of SubscriptionStats.
@@ -238,6 +242,7 @@ func (s *Subscription) statsLocked(now time.Time) SubscriptionStats {
 		MsgBacklog:      s.cur.Backlog(t.log.end()),
 		BacklogSize:     t.sizeAfterLocked(s.cur.MarkDelete()),
 		Durable:         s.durable,
+		Properties:      maps.Clone(s.properties),
 		MsgRateOut:      s.out.rate(now),
 		MsgOutCounter:   s.out.total,
 		BytesOutCounter: s.bytesOut,

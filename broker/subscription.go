@@ -47,6 +47,9 @@ type Subscription struct {
 	readCompacted bool
 	// endRead is the cursor's read past the last entry (endoftopic.go).
 	endRead endRead
+	// properties are the subscription's properties, nil for none
+	// (subscriptionproperties.go).
+	properties map[string]string
 
 	// created is when the subscription was created (broker clock);
 	// settledAtStart counts the entries its cursor started with as
@@ -268,9 +271,13 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 		c.send(protocol.SuccessCommand(reqID))
 		return
 	}
-	t, err := c.b.getOrCreateTopic(tn, c.b.cfg.autoCreateTopics && sub.GetForceTopicCreation())
+	t, err := c.b.getOrCreateTopic(tn, c.b.autoCreateAllowed(tn) && sub.GetForceTopicCreation())
 	if errors.Is(err, errNoNamespace) || errors.Is(err, errNotServed) {
 		refuse(&refusal{pb.ServerError_ServiceNotReady, c.b.notServedMessage(tn)})
+		return
+	}
+	if errors.Is(err, errPartitionPastCount) {
+		refuse(&refusal{pb.ServerError_TopicNotFound, "Topic " + tn.String() + " does not exist"})
 		return
 	}
 	if err != nil {
@@ -295,7 +302,8 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 
 // checkSubscribe applies the checks of a SUBSCRIBE that need no topic: its
 // topic name, the client's permission, the subscription name, partitioned
-// topics and read-compacted subscriptions.
+// topics and read-compacted subscriptions (only on persistent topics, and
+// only Exclusive or Failover).
 func (c *conn) checkSubscribe(sub *pb.CommandSubscribe) (TopicName, *refusal) {
 	tn, err := ParseTopicName(sub.GetTopic())
 	switch {
@@ -308,6 +316,9 @@ func (c *conn) checkSubscribe(sub *pb.CommandSubscribe) (TopicName, *refusal) {
 	case c.b.partitions(tn) > 0:
 		return tn, &refusal{pb.ServerError_NotAllowedError,
 			fmt.Sprintf("Cannot subscribe to partitioned topic %s directly; subscribe to its partitions", tn)}
+	case sub.GetReadCompacted() && !tn.Persistent:
+		// A non-persistent topic has no compacted view, whatever the type.
+		return tn, &refusal{pb.ServerError_NotAllowedError, "readCompacted only valid on persistent topics"}
 	case sub.GetReadCompacted() &&
 		(sub.GetSubType() == pb.CommandSubscribe_Shared || sub.GetSubType() == pb.CommandSubscribe_Key_Shared):
 		return tn, &refusal{pb.ServerError_NotAllowedError, "readCompacted only allowed on failover or exclusive subscriptions"}
@@ -334,6 +345,9 @@ func (t *Topic) subscriptionForLocked(c *conn, sub *pb.CommandSubscribe, typ dis
 		}
 		s = t.newSubscriptionLocked(sub.GetSubscription(), sub.GetDurable(), t.startPosition(sub))
 		s.fromFirst = sub.GetDurable() && sub.GetInitialPosition() == pb.CommandSubscribe_Earliest
+		// Only the SUBSCRIBE that creates the subscription gives it
+		// properties (subscriptionproperties.go).
+		s.properties = properties(sub.GetSubscriptionProperties())
 	case s.durable && !sub.GetDurable():
 		return nil, &refusal{pb.ServerError_NotAllowedError, "Durable subscription with the same name already exists."}
 	case !s.durable && sub.GetDurable():

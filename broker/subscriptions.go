@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"maps"
 	"sort"
 )
 
@@ -55,6 +56,12 @@ func (t *Topic) markDeleteForLocked(p Position) int64 {
 // when the broker creates topics on first use, else ErrTopicNotFound; a
 // subscription of that name fails with ErrSubscriptionExists.
 func (b *Broker) CreateSubscription(topic, sub string, at Position) error {
+	return b.createSubscription(topic, sub, at, nil)
+}
+
+// createSubscription is CreateSubscription, the subscription carrying
+// props.
+func (b *Broker) createSubscription(topic, sub string, at Position, props map[string]string) error {
 	tn, err := ParseTopicName(topic)
 	if err != nil {
 		return err
@@ -64,7 +71,7 @@ func (b *Broker) CreateSubscription(topic, sub string, at Position) error {
 	}
 	var ts []*Topic
 	for _, name := range b.partitionNames(tn) {
-		t, err := b.getOrCreateTopic(name, b.cfg.autoCreateTopics)
+		t, err := b.getOrCreateTopic(name, b.autoCreateAllowed(name))
 		if errors.Is(err, errNoNamespace) {
 			return err
 		}
@@ -94,6 +101,7 @@ func (b *Broker) CreateSubscription(topic, sub string, at Position) error {
 		// before it as consumed.
 		s.fromFirst = at.earliest || at.at != nil && at.at.Ledger < 0
 		s.settledAtStart = t.log.base
+		s.properties = maps.Clone(props)
 		s.cursorWrittenLocked()
 		t.mu.Unlock()
 	}

@@ -247,6 +247,9 @@ func (b *Broker) getOrCreateTopic(tn TopicName, create bool) (*Topic, error) {
 	if !b.namespaceReadyLocked(tn.NamespaceName()) {
 		return nil, errNoNamespace
 	}
+	if b.partitionPastCountLocked(tn) {
+		return nil, errPartitionPastCount
+	}
 	// A partition of a partitioned topic is created whenever it is used:
 	// an inactive-topic check may have deleted it. A topic whose ledger
 	// the store keeps is loaded, not created.

@@ -226,22 +226,29 @@ func (b *Broker) PartitionedMetadata(topic string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return b.partitionedMetadata(tn, true)
+	return b.partitionedMetadata(tn, true, false)
 }
 
 // partitionedMetadata is PartitionedMetadata for a parsed name; autoCreate
-// is the request's own permission to count a missing topic as one to create.
-func (b *Broker) partitionedMetadata(tn TopicName, autoCreate bool) (int, error) {
+// is the request's own permission to count a missing topic as one to
+// create, and firstUse creates it when the policy in force creates
+// partitioned topics (a client's PARTITIONED_METADATA; the admin API's
+// reads create nothing).
+func (b *Broker) partitionedMetadata(tn TopicName, autoCreate, firstUse bool) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.topicExistsLocked(tn) && !b.namespaceReadyLocked(tn.NamespaceName()) {
 		return 0, errNoNamespace
 	}
-	if !b.topicExistsLocked(tn) && (!b.cfg.autoCreateTopics || !autoCreate) {
+	exists := b.topicExistsLocked(tn)
+	if b.partitionPastCountLocked(tn) || !exists && (!b.autoTopicCreationLocked(tn).Allow || !autoCreate) {
 		return 0, topicNotFound(tn)
 	}
 	if tn.Partition >= 0 {
 		return 0, nil
+	}
+	if !exists && firstUse {
+		return b.autoCreatePartitionedLocked(tn), nil
 	}
 	return b.partitioned[tn.String()], nil
 }

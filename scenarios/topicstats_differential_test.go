@@ -23,7 +23,7 @@ var statsLeftOut = map[string]bool{
 	"bytesOutInternalCounter": true, "msgChunkPublished": true, "publishRateLimitedTimes": true,
 	"ongoingTxnCount": true, "abortedTxnCount": true, "committedTxnCount": true,
 	"delayedMessageIndexSizeInBytes": true, "compaction": true, "chunkedMessageRate": true,
-	"subscriptionProperties": true, "avgMessagesPerEntry": true,
+	"avgMessagesPerEntry": true,
 	"drainingHashesCount": true, "drainingHashesClearedTotal": true, "drainingHashesUnackedMessages": true,
 	"dispatchThrottledMsgEventsBySubscriptionLimit": true, "dispatchThrottledBytesEventsBySubscriptionLimit": true,
 	"dispatchThrottledMsgEventsByTopicLimit": true, "dispatchThrottledBytesEventsByTopicLimit": true,

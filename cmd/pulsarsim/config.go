@@ -64,6 +64,9 @@ var confFlags = map[string]string{
 	"advertisedListeners":                                  "advertised-listeners",
 	"maxMessageSize":                                       "max-message-size",
 	"allowAutoTopicCreation":                               "auto-create-topics",
+	"allowAutoTopicCreationType":                           "auto-topic-creation-type",
+	"defaultNumPartitions":                                 "default-num-partitions",
+	"maxNumPartitionsPerPartitionedTopic":                  "max-partitions-per-topic",
 	"subscriptionKeySharedUseConsistentHashing":            "key-shared-consistent-hashing",
 	"acknowledgmentAtBatchIndexLevelEnabled":               "batch-index-ack",
 	"transactionCoordinatorEnabled":                        "transactions",
@@ -89,6 +92,7 @@ var confFlags = map[string]string{
 	"brokerDeleteInactiveTopicsMode":                       "delete-inactive-topics-mode",
 	"brokerDeduplicationEnabled":                           "deduplication",
 	"loadManagerClassName":                                 "load-manager",
+	"isSchemaValidationEnforced":                           "schema-validation-enforced",
 }
 
 // confKeys are the standalone.conf keys applyConfigFile reads besides

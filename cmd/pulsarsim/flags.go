@@ -35,6 +35,8 @@ var flagMinimums = map[string]int64{
 	"backlog-quota-default-limit-seconds":  -1,
 	"auth-refresh":                         int64(time.Second),
 	"brokers":                              1,
+	"default-num-partitions":               1,
+	"max-partitions-per-topic":             0,
 }
 
 // flagChoices are the values the enumerated flags accept.
@@ -43,6 +45,7 @@ var flagChoices = map[string][]string{
 		string(broker.ConsumerBacklogEviction)},
 	"delete-inactive-topics-mode": {string(broker.DeleteWhenNoSubscriptions), string(broker.DeleteWhenSubscriptionsCaughtUp)},
 	"load-manager":                loadManagerNames(),
+	"auto-topic-creation-type":    {string(broker.TopicTypeNonPartitioned), string(broker.TopicTypePartitioned)},
 }
 
 // checkFlags refuses flag values outside what each flag accepts, naming

@@ -48,6 +48,12 @@ func run(args []string) error {
 	httpAddr := fs.String("http", "127.0.0.1:8080", "address to serve the admin HTTP API on (empty: none)")
 	maxMsg := fs.Int("max-message-size", 5*1024*1024, "maxMessageSize in bytes, advertised to clients")
 	autoCreate := fs.Bool("auto-create-topics", true, "create topics on first use")
+	autoTopicType := fs.String("auto-topic-creation-type", string(broker.TopicTypeNonPartitioned),
+		"allowAutoTopicCreationType: the type of topics created on first use, non-partitioned or partitioned")
+	defaultPartitions := fs.Int("default-num-partitions", 1,
+		"defaultNumPartitions: the partition count of partitioned topics created on first use")
+	maxPartitions := fs.Int("max-partitions-per-topic", 0,
+		"maxNumPartitionsPerPartitionedTopic: the highest count a namespace's autoTopicCreation policy may set (0: no limit)")
 	autoNamespaces := fs.Bool("auto-create-namespaces", false,
 		"create a topic's namespace and tenant on first use (a pulsarsim convenience; Pulsar refuses topics of a namespace that does not exist)")
 	ksHashing := fs.Bool("key-shared-consistent-hashing", true,
@@ -67,6 +73,8 @@ func run(args []string) error {
 		"brokerDeleteInactiveTopicsMode: delete_when_no_subscriptions or delete_when_subscriptions_caught_up")
 	dedup := fs.Bool("deduplication", false,
 		"brokerDeduplicationEnabled: drop messages whose producer name and sequence id were already stored, unless a namespace or topic policy says otherwise")
+	schemaValidation := fs.Bool("schema-validation-enforced", false,
+		"isSchemaValidationEnforced: refuse producers without a schema on topics that have one, whatever the namespace and topic policies say")
 	var limits broker.Limits
 	fs.IntVar(&limits.MaxProducersPerTopic, "max-producers-per-topic", 0, "maxProducersPerTopic (0: no limit)")
 	fs.IntVar(&limits.MaxSameAddressProducersPerTopic, "max-same-address-producers-per-topic", 0,
@@ -121,6 +129,9 @@ func run(args []string) error {
 		return err
 	}
 	secOpts = append(secOpts, quotaOpts...)
+	if *schemaValidation {
+		secOpts = append(secOpts, broker.WithDefaultPolicies(broker.Policies{SchemaValidationEnforced: new(true)}))
+	}
 	tlsCfg, err := sec.tlsConfig()
 	if err != nil {
 		return err
@@ -147,6 +158,9 @@ func run(args []string) error {
 		broker.WithLoadManager(lm),
 		broker.WithMaxMessageSize(*maxMsg),
 		broker.WithAutoTopicCreation(*autoCreate),
+		broker.WithAutoTopicCreationType(broker.TopicType(*autoTopicType)),
+		broker.WithDefaultNumPartitions(*defaultPartitions),
+		broker.WithMaxPartitionsPerTopic(*maxPartitions),
 		broker.WithAutoNamespaceCreation(*autoNamespaces),
 		broker.WithKeySharedConsistentHashing(*ksHashing),
 		broker.WithBatchIndexAck(*batchIndexAck),

@@ -1,0 +1,126 @@
+package broker
+
+// Topics created on first use. The broker's allowAutoTopicCreation
+// (WithAutoTopicCreation), allowAutoTopicCreationType
+// (WithAutoTopicCreationType) and defaultNumPartitions
+// (WithDefaultNumPartitions) say whether a topic nobody created may be
+// created by its first user, and of which type; a namespace's
+// autoTopicCreation policy (Policies.AutoTopicCreation) replaces all three
+// for its topics. As in Pulsar 4.0.8:
+//   - a partitioned topic is created only by PARTITIONED_METADATA, which
+//     pulsar-client-go (and every client) sends before it produces or
+//     subscribes: the partitioned topic gets the default count, its
+//     partitions are created as they are used;
+//   - a PRODUCER or SUBSCRIBE for a topic that still does not exist creates
+//     it non-partitioned, whatever the type; LOOKUP creates nothing;
+//   - with creation off, a missing topic is TopicNotFound.
+
+// TopicType is the type of topic created on first use
+// (allowAutoTopicCreationType, the autoTopicCreation policy's topicType).
+type TopicType string
+
+// The topic types Pulsar knows.
+const (
+	TopicTypeNonPartitioned TopicType = "non-partitioned"
+	TopicTypePartitioned    TopicType = "partitioned"
+)
+
+// AutoTopicCreation is the autoTopicCreation policy of a namespace
+// (Pulsar's AutoTopicCreationOverride): Allow is allowAutoTopicCreation,
+// Type topicType (kept as given when creation is off; Pulsar does not
+// check it then), DefaultNumPartitions defaultNumPartitions (0: not given).
+type AutoTopicCreation struct {
+	Allow                bool
+	Type                 TopicType
+	DefaultNumPartitions int
+}
+
+// Validate checks the policy as Pulsar's validateOverride does, then the
+// count against maxPartitions (0: no limit). The error is ErrInvalidPolicy
+// with Pulsar's reason, or ErrTooManyPartitions.
+func (a AutoTopicCreation) Validate(maxPartitions int) error {
+	if !a.Allow {
+		return nil
+	}
+	switch a.Type {
+	case TopicTypePartitioned:
+		switch {
+		case a.DefaultNumPartitions == 0:
+			return errorf(ErrInvalidPolicy, "[defaultNumPartitions] cannot be null when the type is partitioned.")
+		case a.DefaultNumPartitions < 0:
+			return errorf(ErrInvalidPolicy, "[defaultNumPartitions] cannot be less than 1 for partition type.")
+		case maxPartitions > 0 && a.DefaultNumPartitions > maxPartitions:
+			return errorf(ErrTooManyPartitions, "Number of partitions should be less than or equal to %d", maxPartitions)
+		}
+	case TopicTypeNonPartitioned:
+		if a.DefaultNumPartitions != 0 {
+			return errorf(ErrInvalidPolicy, "[defaultNumPartitions] is not allowed to be set when the type is non-partition.")
+		}
+	default:
+		name := string(a.Type)
+		if name == "" {
+			name = "null"
+		}
+		return errorf(ErrInvalidPolicy, "Unknown topic type [%s]", name)
+	}
+	return nil
+}
+
+// WithAutoTopicCreationType sets allowAutoTopicCreationType: the type of the
+// topics created on first use. Default non-partitioned.
+func WithAutoTopicCreationType(t TopicType) Option { return func(c *config) { c.autoTopicType = t } }
+
+// WithDefaultNumPartitions sets defaultNumPartitions: the partition count of
+// partitioned topics created on first use. Default 1; values below 1 are
+// ignored.
+func WithDefaultNumPartitions(n int) Option {
+	return func(c *config) {
+		if n >= 1 {
+			c.defaultPartitions = n
+		}
+	}
+}
+
+// WithMaxPartitionsPerTopic sets maxNumPartitionsPerPartitionedTopic, which
+// bounds the count a namespace's autoTopicCreation policy may set. 0, the
+// default, is no limit.
+func WithMaxPartitionsPerTopic(n int) Option { return func(c *config) { c.maxPartitions = max(n, 0) } }
+
+// MaxPartitionsPerTopic returns maxNumPartitionsPerPartitionedTopic (0: no
+// limit).
+func (b *Broker) MaxPartitionsPerTopic() int { return b.cfg.maxPartitions }
+
+// autoTopicCreationLocked is the creation policy in force for tn's
+// namespace: its own, else the broker's. The caller holds b.mu.
+func (b *Broker) autoTopicCreationLocked(tn TopicName) AutoTopicCreation {
+	if a := b.nsPolicies[tn.NamespaceName()].AutoTopicCreation; a != nil {
+		return *a
+	}
+	return *b.cfg.policies.AutoTopicCreation
+}
+
+// autoCreateAllowed reports whether a topic of tn's namespace may be
+// created by its first user.
+func (b *Broker) autoCreateAllowed(tn TopicName) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.autoTopicCreationLocked(tn).Allow
+}
+
+// autoCreatePartitionedLocked creates tn as a partitioned topic with the
+// default count when the policy in force creates partitioned topics, and
+// returns the count (0 when it creates none). Its partitions are created as
+// they are used. The caller holds b.mu and has checked that tn does not
+// exist and may be created.
+func (b *Broker) autoCreatePartitionedLocked(tn TopicName) int {
+	a := b.autoTopicCreationLocked(tn)
+	if a.Type != TopicTypePartitioned || tn.Partition >= 0 {
+		return 0
+	}
+	n := a.DefaultNumPartitions
+	if n < 1 {
+		n = b.cfg.defaultPartitions
+	}
+	b.partitioned[tn.String()] = n
+	return n
+}
