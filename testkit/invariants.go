@@ -58,14 +58,26 @@ func (e *InvariantError) Error() string {
 //     Rust) or "(ledger,entry,partition,batch)" (C++, Python), and
 //     REAL_TOPIC a partition or its partitioned topic.
 func (b *Broker) CheckInvariants() error {
+	return invariantError(b.violations(func() []Event { return b.Events() }))
+}
+
+// violations checks the invariants of this broker, the dead-letter copies
+// it stores against the messages published in the events others returns
+// (this broker's alone, or every broker's of a cluster, whose copies and
+// originals may be served by different brokers).
+func (b *Broker) violations(others func() []Event) []Violation {
 	// The copies are read before the events: a copy is produced after its
 	// original was published, so once the pending events are delivered the
 	// history holds every original of the copies read.
-	copies := b.deadLetterCopies(b.Events())
 	events := b.Events()
+	copies := b.deadLetterCopies(events)
 	vs := b.srv.CheckSettlement()
 	vs = append(vs, countHistory(events)...)
-	vs = append(vs, b.checkOrigins(copies, events)...)
+	return append(vs, b.checkOrigins(copies, others())...)
+}
+
+// invariantError is the InvariantError of vs, nil when there is none.
+func invariantError(vs []Violation) error {
 	if len(vs) == 0 {
 		return nil
 	}
