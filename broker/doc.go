@@ -37,11 +37,28 @@
 // CheckSettlement checks every subscription's settlement state against the
 // invariants of Rule, each topic as one state copied under its lock.
 //
-// # Inside
+// # A cluster
 //
-// The broker is the TCP listener and connections, the handshake, lookups,
-// topics with their in-memory logs, producers, subscriptions and consumers,
-// faults and holds, and the event stream. It is the I/O shell around the pure cursor and dispatch packages: every decision
+// NewCluster starts several brokers over one store (Cluster): each broker
+// has its own listeners and connections and loads the topics whose bundles
+// it owns; any broker answers lookups, and topics move when their bundle
+// is unloaded or their broker stops or crashes. A broker made by New is a
+// cluster of one.
+//
+// # Inside: which layer owns what
+//
+// The store (store.go) is what the brokers of a cluster share and what
+// outlives them, as Pulsar's metadata store and BookKeeper keep it:
+// tenants and namespaces, policies, partitioned-topic metadata, schemas,
+// security policies, each persistent topic's ledger (entries and durable
+// cursors, load.go), and which broker owns which bundle (bundles.go). It
+// knows nothing of connections. A Broker is one serving node: listeners and
+// connections, the handshake, lookups (owner.go), the topics it has loaded
+// with their producers, subscriptions, consumers, dispatchers and
+// redelivery counters, faults and holds, timers and the event stream; it
+// loads a topic from its ledger and gives it back (load.go), and persists a
+// cursor's state as Pulsar's managed cursor does (persist.go). It is the
+// I/O shell around the pure cursor and dispatch packages: every decision
 // about acknowledgement and delivery is theirs, and the broker only carries
 // frames to and from the clients.
 //
@@ -66,10 +83,12 @@
 //     broker-side close removing one before its CLOSE_* goes out, stats
 //     reading the client version), under a handling lock (a fault resolving
 //     a consumer id), or alone.
-//  4. the broker's lock (Broker.mu), which guards the topic table,
-//     partitioned-topic metadata, schemas, policies and the connection set.
-//     Taken under a topic lock (schema registration) or alone; never
-//     together with a connection's state lock.
+//  4. the store's lock (store.mu, which a broker reaches as Broker.mu: the
+//     brokers of a cluster share it), which guards the store (metadata,
+//     ledgers' table, bundle ownership) and each broker's topic table,
+//     listeners and connection set. Taken under a topic lock (schema
+//     registration) or alone; never together with a connection's state
+//     lock.
 //  5. a connection's write buffer lock (conn.wmu), taken to queue a frame
 //     or arm the handshake timer: under a topic lock, under the broker's
 //     lock (a new connection's handshake timer, as it is accepted), or
@@ -86,7 +105,10 @@
 // delivered) may thus reach the hooks under it: a hook must not call
 // RunTimers.
 //
-// The security policies' lock (Broker.secmu) is a leaf: nothing is taken
+// The cluster's own lock (Cluster.mu) guards its table of brokers; it is
+// taken alone, and released before any broker is called.
+//
+// The security policies' lock (store.secmu) is a leaf: nothing is taken
 // under it. So is a connection's read gate lock (conn.reads.mu), taken
 // under a topic lock when a publish rate limit pauses or resumes the
 // connection's reader, or by the reader alone.
