@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/pulsarsim/pulsarsim/admin/view"
 	"github.com/pulsarsim/pulsarsim/broker"
+	"github.com/pulsarsim/pulsarsim/proxy"
 )
 
 // Cluster is a pulsarsim cluster started for one test: several brokers,
@@ -34,8 +36,12 @@ type Cluster struct {
 	mu    sync.Mutex
 	nodes []*Broker // the test API of each broker, renewed when it starts again
 	gone  []*Broker // the test API of brokers stopped and started again since
-	stops []func()  // stop each broker's admin API
-	webs  []string  // each broker's admin listener address, kept across restarts
+	// proxy is the Pulsar Proxy in front of the cluster, from the first
+	// ProxyURL on; proxyWeb its admin API.
+	proxy    *proxy.Proxy
+	proxyWeb string
+	stops    []func() // stop each broker's admin API
+	webs     []string // each broker's admin listener address, kept across restarts
 }
 
 // StartCluster starts n brokers on 127.0.0.1 and free ports, each with its
@@ -314,3 +320,65 @@ func (c *Cluster) CheckInvariants() error {
 // WithLoadManager selects a cluster's load manager (ModularLoadManager by
 // default), as Pulsar's loadManagerClassName does.
 func WithLoadManager(lm LoadManager) Option { return WithBroker(broker.WithLoadManager(lm)) }
+
+// ProxyURL returns the service URL of a Pulsar Proxy in front of the
+// cluster (package proxy), started on a free port at the first call and
+// closed when the test ends: clients given it look topics up and reach the
+// brokers through it, as behind a proxy in a docker-compose file.
+// ProxyAdminURL is its admin API.
+func (c *Cluster) ProxyURL() string {
+	c.tb.Helper()
+	return c.startProxy().URL()
+}
+
+// ProxyAdminURL returns the http:// URL of the proxy's admin API, which
+// sends each request to a broker and follows its redirects.
+func (c *Cluster) ProxyAdminURL() string {
+	c.tb.Helper()
+	c.startProxy()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.proxyWeb
+}
+
+func (c *Cluster) startProxy() *proxy.Proxy {
+	c.tb.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.proxy != nil {
+		return c.proxy
+	}
+	p := proxy.New(func() []string { return c.liveURLs(false) }, func() []string { return c.liveURLs(true) })
+	if err := p.Listen("127.0.0.1:0"); err != nil {
+		c.tb.Fatalf("pulsarsim: start the proxy: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		p.Close()
+		c.tb.Fatalf("pulsarsim: the proxy's admin API: %v", err)
+	}
+	srv := &http.Server{Handler: p.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	c.tb.Cleanup(func() {
+		srv.Close()
+		p.Close()
+	})
+	c.proxy, c.proxyWeb = p, "http://"+ln.Addr().String()
+	return p
+}
+
+// liveURLs returns the serving brokers' pulsar:// URLs, or their admin
+// APIs' http:// ones.
+func (c *Cluster) liveURLs(web bool) []string {
+	var out []string
+	for _, info := range c.srv.Brokers()[0].Brokers() {
+		switch {
+		case !info.Alive:
+		case web && info.WebURL != "":
+			out = append(out, info.WebURL)
+		case !web:
+			out = append(out, info.URL)
+		}
+	}
+	return out
+}

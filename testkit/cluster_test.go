@@ -359,3 +359,54 @@ func getJSON(t *testing.T, u string, v any) {
 		t.Fatalf("GET %s: %v", u, err)
 	}
 }
+
+func TestAClusterServesItsClientsThroughAProxy(t *testing.T) {
+	c := testkit.StartCluster(t, 2)
+	const topic = "persistent://public/default/proxied"
+	c.Move(topic, 1)
+	client := c.Client(func(o *pulsar.ClientOptions) { o.URL = c.ProxyURL() })
+	cons, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { p.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("through")}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := cons.Receive(ctx); err != nil || string(m.Payload()) != "through" {
+		t.Fatalf("received %v, %v", m, err)
+	} else {
+		cons.Ack(m)
+	}
+	if got := c.Owner(topic); got != 1 {
+		t.Errorf("owner %d, want 1", got)
+	}
+	// The proxy's admin API follows the brokers' redirects itself.
+	var stats struct{ Publishers []struct{ ProducerName string } }
+	getJSON(t, c.ProxyAdminURL()+"/admin/v2/persistent/public/default/proxied/stats", &stats)
+	if len(stats.Publishers) != 1 {
+		t.Errorf("stats through the proxy: %+v, want the producer", stats)
+	}
+	// The topic moves; the clients go on through the proxy.
+	c.Move(topic, 0)
+	waitProducer(t, c.Broker(0), topic)
+	if raceDetector { // see race_on_test.go
+		p.Close()
+		if p, err = client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("moved")}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := cons.Receive(ctx); err != nil || string(m.Payload()) != "moved" {
+		t.Fatalf("after the move received %v, %v", m, err)
+	}
+}
