@@ -14,6 +14,7 @@ import (
 	"github.com/pulsarsim/pulsarsim/admin"
 	"github.com/pulsarsim/pulsarsim/admin/view"
 	"github.com/pulsarsim/pulsarsim/broker"
+	"github.com/pulsarsim/pulsarsim/proxy"
 )
 
 // loadManagers maps the values -load-manager takes, Pulsar's class names for
@@ -72,6 +73,9 @@ type clusterSpec struct {
 	logger         *slog.Logger
 	// wrap puts the web port's authentication in front of the admin API.
 	wrap func(http.Handler) (http.Handler, error)
+	// proxyAddr and proxyHTTP, when set, are where a Pulsar Proxy in front
+	// of the brokers serves the binary protocol and the admin API.
+	proxyAddr, proxyHTTP string
 }
 
 // serveCluster runs a cluster of spec.n brokers over one store until ctx is
@@ -143,6 +147,17 @@ func serveCluster(ctx context.Context, spec clusterSpec) error {
 		}
 		spec.logger.Info("pulsarsim broker serving", attrs...)
 	}
+	if spec.proxyAddr != "" {
+		px, srv, err := startProxy(c, spec, failed)
+		if err != nil {
+			closeAll()
+			return err
+		}
+		defer px.Close()
+		if srv != nil {
+			servers = append(servers, srv)
+		}
+	}
 	spec.logger.Info("pulsarsim cluster serving", "brokers", spec.n, "url", c.URL())
 	var err error
 	select {
@@ -156,6 +171,42 @@ func serveCluster(ctx context.Context, spec clusterSpec) error {
 	}
 	closeAll()
 	return err
+}
+
+// startProxy starts the Pulsar Proxy of spec in front of c, and its admin
+// API when spec.proxyHTTP is set (whose server's failure goes to failed).
+func startProxy(c *broker.Cluster, spec clusterSpec, failed chan<- error) (*proxy.Proxy, *http.Server, error) {
+	urls := func(web bool) []string {
+		var out []string
+		for _, info := range c.Broker(0).Brokers() {
+			switch {
+			case !info.Alive:
+			case web && info.WebURL != "":
+				out = append(out, info.WebURL)
+			case !web:
+				out = append(out, info.URL)
+			}
+		}
+		return out
+	}
+	px := proxy.New(func() []string { return urls(false) }, func() []string { return urls(true) })
+	if err := px.Listen(spec.proxyAddr); err != nil {
+		return nil, nil, fmt.Errorf("-proxy: %w", err)
+	}
+	attrs := []any{"url", px.URL()}
+	var srv *http.Server
+	if spec.proxyHTTP != "" {
+		ln, err := net.Listen("tcp", spec.proxyHTTP)
+		if err != nil {
+			px.Close()
+			return nil, nil, fmt.Errorf("-proxy-http: %w", err)
+		}
+		srv = &http.Server{Handler: px.HTTPHandler(), ReadHeaderTimeout: readHeaderTimeout}
+		go func() { failed <- srv.Serve(ln) }()
+		attrs = append(attrs, "admin", "http://"+ln.Addr().String())
+	}
+	spec.logger.Info("pulsarsim proxy serving", attrs...)
+	return px, srv, nil
 }
 
 // clusterRefuses says which flags a cluster cannot serve yet, or "".

@@ -33,6 +33,7 @@ func TestBrokersFlagServesAClusterWhoseBrokersAllAnswer(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- serveCluster(ctx, clusterSpec{n: 3, addr: "127.0.0.1:0", httpAddr: "127.0.0.1:0",
+			proxyAddr: "127.0.0.1:0", proxyHTTP: "127.0.0.1:0",
 			logger: slog.New(recordHandler{records}), wrap: func(h http.Handler) (http.Handler, error) { return h, nil }})
 	}()
 	defer func() {
@@ -42,13 +43,15 @@ func TestBrokersFlagServesAClusterWhoseBrokersAllAnswer(t *testing.T) {
 		}
 	}()
 	var urls, admins []string
-	var serviceURL string
+	var serviceURL, proxyURL, proxyAdmin string
 	for serviceURL == "" {
 		select {
 		case r := <-records:
 			switch r["msg"] {
 			case "pulsarsim broker serving":
 				urls, admins = append(urls, r["url"]), append(admins, r["admin"])
+			case "pulsarsim proxy serving":
+				proxyURL, proxyAdmin = r["url"], r["admin"]
 			case "pulsarsim cluster serving":
 				serviceURL = r["url"]
 			}
@@ -74,9 +77,21 @@ func TestBrokersFlagServesAClusterWhoseBrokersAllAnswer(t *testing.T) {
 			t.Errorf("admin API of broker %d answered %s", i, resp.Status)
 		}
 	}
-	// Every broker answers lookups: a client of each one produces to and
-	// consumes from topics, wherever their bundles went.
-	for i, u := range urls {
+	if proxyURL == "" || proxyAdmin == "" {
+		t.Fatalf("the proxy logged %q and %q", proxyURL, proxyAdmin)
+	}
+	resp, err := http.Get(proxyAdmin + "/admin/v2/brokers/standalone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("the proxy's admin API answered %s", resp.Status)
+	}
+	// Every broker answers lookups, and so does the proxy: a client of
+	// each produces to and consumes from topics, wherever their bundles
+	// went.
+	for i, u := range append(urls, proxyURL) {
 		client, err := pulsar.NewClient(pulsar.ClientOptions{URL: u, Logger: log.DefaultNopLogger()})
 		if err != nil {
 			t.Fatal(err)

@@ -99,6 +99,9 @@ func run(args []string) error {
 	verbose := fs.Bool("v", false, "log every connection event")
 	brokers := fs.Int("brokers", 1,
 		"the number of brokers: N > 1 starts a cluster over one store, the i-th broker (from 0) on the -addr port + i and the -http port + i")
+	proxyAddr := fs.String("proxy", "",
+		"with -brokers: also serve a Pulsar Proxy in front of the brokers on this address (empty: none)")
+	proxyHTTP := fs.String("proxy-http", "", "with -proxy: the proxy's admin API address (empty: none)")
 	loadManager := fs.String("load-manager", "modular",
 		"loadManagerClassName: how a cluster assigns and moves bundles, modular (Pulsar's default) or extensible")
 	configFile := fs.String("config", "", "a Pulsar standalone.conf: its ports, TLS, authentication and authorization keys set the flags not given")
@@ -179,7 +182,11 @@ func run(args []string) error {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		return serveCluster(ctx, clusterSpec{n: *brokers, addr: *addr, httpAddr: *httpAddr, opts: opts,
-			withView: *serveView, viewHistory: *viewHistory, logger: logger, wrap: sec.httpHandler})
+			withView: *serveView, viewHistory: *viewHistory, logger: logger, wrap: sec.httpHandler,
+			proxyAddr: *proxyAddr, proxyHTTP: *proxyHTTP})
+	}
+	if *proxyAddr != "" {
+		return errors.New("-proxy: a proxy stands in front of a cluster: give -brokers 2 or more")
 	}
 	b := broker.New(opts...)
 	var web *view.Handler
