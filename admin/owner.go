@@ -74,10 +74,7 @@ func (s *Server) lookupAnswer(w http.ResponseWriter, r *http.Request, topic stri
 	if res.Self {
 		return false
 	}
-	reply(w, map[string]string{
-		"brokerUrl": res.Broker.URL, "httpUrl": res.Broker.WebURL, "nativeUrl": res.Broker.URL,
-		"brokerUrlTls": res.Broker.URLTLS, "httpUrlTls": "",
-	}, nil)
+	reply(w, lookupData(res.Broker.URL, res.Broker.URLTLS, res.Broker.WebURL, ""), nil)
 	return true
 }
 

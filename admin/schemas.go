@@ -177,10 +177,20 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
 	if r.TLS != nil {
 		web, webTLS = "", "https://"+r.Host
 	}
-	reply(w, map[string]string{
-		"brokerUrl": url, "httpUrl": web, "nativeUrl": url,
-		"brokerUrlTls": tlsURL, "httpUrlTls": webTLS,
-	}, nil)
+	reply(w, lookupData(url, tlsURL, web, webTLS), nil)
+}
+
+// lookupData is Pulsar's LookupData as its JSON writes it: the URLs that are
+// set (an unset one is left out), nativeUrl the broker's URL again, and
+// brokerUrlSsl always "" (kept for old C++ clients).
+func lookupData(url, tlsURL, web, webTLS string) map[string]string {
+	out := map[string]string{"brokerUrl": url, "nativeUrl": url, "brokerUrlSsl": ""}
+	for k, v := range map[string]string{"brokerUrlTls": tlsURL, "httpUrl": web, "httpUrlTls": webTLS} {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // bundle answers the range of the namespace bundle holding a topic, bare,

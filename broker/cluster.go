@@ -48,6 +48,7 @@ func NewCluster(n int, opts ...Option) *Cluster {
 	if cfg.ownershipTimeout > 0 {
 		c.st.owners.timeout = cfg.ownershipTimeout
 	}
+	c.st.initializeClusterMetadata()
 	for range max(n, 1) {
 		c.addBrokerLocked()
 	}

@@ -118,7 +118,12 @@ func optionalURL(u string) *string {
 // does not exist, as then it has no bundles).
 func (b *Broker) notServedMessage(tn TopicName) string {
 	b.mu.Lock()
+	// The broker's id: its web service's host:port, as Pulsar names it,
+	// else its binary service's.
 	addr := strings.TrimPrefix(b.url, "pulsar://")
+	if _, hostport, ok := strings.Cut(b.webURL, "://"); ok {
+		addr = hostport
+	}
 	bundle := tn.NamespaceName() + "/0x00000000_0xffffffff"
 	if b.owners.clustered() && b.namespaceReadyLocked(tn.NamespaceName()) {
 		bundle = b.owners.bundleOfLocked(tn.NamespaceName(), tn.String()).String()

@@ -63,6 +63,28 @@ func newStore(cfg config) *store {
 	}
 }
 
+// Pulsar's initialize-cluster-metadata, which a cluster's brokers start
+// on, creates public/default and pulsar/system with 16 bundles whatever
+// defaultNumberOfNamespaceBundles says, and the transaction coordinators'
+// assign topic with 16 partitions, transactions on or off
+// (PulsarClusterMetadataSetup).
+const (
+	initialBundles      = 16
+	initialCoordinators = 16
+)
+
+// initializeClusterMetadata writes what initialize-cluster-metadata writes
+// for a new cluster.
+func (s *store) initializeClusterMetadata() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ns := range []string{"public/default", "pulsar/system"} {
+		s.owners.bounds[ns] = boundaries(initialBundles)
+	}
+	tn, _ := ParseTopicName(CoordinatorAssignTopic)
+	s.partitioned[tn.String()] = initialCoordinators
+}
+
 // ledger is what survives of a persistent topic when no broker has it
 // loaded, as Pulsar's managed ledger keeps it: the entries, the durable
 // cursors (mark-delete position, individually acknowledged entries, batch

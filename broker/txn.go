@@ -90,7 +90,11 @@ func (b *Broker) initTransactions() {
 		return
 	}
 	tn, _ := ParseTopicName(CoordinatorAssignTopic)
-	b.partitioned[tn.String()] = 1
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.partitioned[tn.String()] == 0 {
+		b.partitioned[tn.String()] = 1 // a standalone's one coordinator
+	}
 }
 
 // coordinatorNotFound is Pulsar's CoordinatorNotFoundException.

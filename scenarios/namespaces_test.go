@@ -28,7 +28,8 @@ import (
 
 // instance masks the broker address in the refusal of a producer or
 // consumer whose namespace is not served (Pulsar names its web service
-// address there, pulsarsim its service address).
+// address there, as pulsarsim does once it serves its admin API; the
+// address differs between the two brokers).
 var instance = regexp.MustCompile(`not served by this instance:[^ ]+\. `)
 
 // missingNamespaceAnswers sends each command a client may send about a

@@ -389,7 +389,9 @@ func TestAClusterServesItsClientsThroughAProxy(t *testing.T) {
 		t.Errorf("owner %d, want 1", got)
 	}
 	// The proxy's admin API follows the brokers' redirects itself.
-	var stats struct{ Publishers []struct{ ProducerName string } }
+	var stats struct {
+		Publishers []struct{ ProducerName string }
+	}
 	getJSON(t, c.ProxyAdminURL()+"/admin/v2/persistent/public/default/proxied/stats", &stats)
 	if len(stats.Publishers) != 1 {
 		t.Errorf("stats through the proxy: %+v, want the producer", stats)

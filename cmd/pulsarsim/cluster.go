@@ -191,7 +191,7 @@ func startProxy(c *broker.Cluster, spec clusterSpec, failed chan<- error) (*prox
 	}
 	px := proxy.New(func() []string { return urls(false) }, func() []string { return urls(true) })
 	if err := px.Listen(spec.proxyAddr); err != nil {
-		return nil, nil, fmt.Errorf("-proxy: %w", err)
+		return nil, nil, fmt.Errorf("-proxy-addr: %w", err)
 	}
 	attrs := []any{"url", px.URL()}
 	var srv *http.Server

@@ -99,9 +99,9 @@ func run(args []string) error {
 	verbose := fs.Bool("v", false, "log every connection event")
 	brokers := fs.Int("brokers", 1,
 		"the number of brokers: N > 1 starts a cluster over one store, the i-th broker (from 0) on the -addr port + i and the -http port + i")
-	proxyAddr := fs.String("proxy", "",
+	proxyAddr := fs.String("proxy-addr", "",
 		"with -brokers: also serve a Pulsar Proxy in front of the brokers on this address (empty: none)")
-	proxyHTTP := fs.String("proxy-http", "", "with -proxy: the proxy's admin API address (empty: none)")
+	proxyHTTP := fs.String("proxy-http", "", "with -proxy-addr: the proxy's admin API address (empty: none)")
 	loadManager := fs.String("load-manager", "modular",
 		"loadManagerClassName: how a cluster assigns and moves bundles, modular (Pulsar's default) or extensible")
 	configFile := fs.String("config", "", "a Pulsar standalone.conf: its ports, TLS, authentication and authorization keys set the flags not given")
@@ -186,7 +186,7 @@ func run(args []string) error {
 			proxyAddr: *proxyAddr, proxyHTTP: *proxyHTTP})
 	}
 	if *proxyAddr != "" {
-		return errors.New("-proxy: a proxy stands in front of a cluster: give -brokers 2 or more")
+		return errors.New("-proxy-addr: a proxy stands in front of a cluster: give -brokers 2 or more")
 	}
 	b := broker.New(opts...)
 	var web *view.Handler
@@ -237,7 +237,11 @@ func run(args []string) error {
 			logger.Info("pulsarsim admin API serving TLS", "url", "https://"+tln.Addr().String())
 		}
 	}
-	adminOpts = append(adminOpts, admin.WithWebServiceURLs(webURLs(listeners)))
+	webURL, webTLSURL := webURLs(listeners)
+	adminOpts = append(adminOpts, admin.WithWebServiceURLs(webURL, webTLSURL))
+	if webURL != "" {
+		b.SetWebServiceURL(webURL)
+	}
 	httpHandler, err := sec.httpHandler(admin.New(b, adminOpts...))
 	if err != nil {
 		for _, ln := range listeners {
