@@ -20,8 +20,9 @@ import (
 // ownership timeout has passed on the broker clock) and started again on
 // the same address.
 //
-// The cluster's own lock (mu) guards its table of brokers; it is taken
-// alone, and released before any broker is called.
+// The cluster's own lock (mu) guards its table of brokers. It comes before
+// every broker lock: Listen and AddBroker start brokers under it; no broker
+// takes it.
 type Cluster struct {
 	opts []Option
 	st   *store

@@ -105,8 +105,9 @@
 // delivered) may thus reach the hooks under it: a hook must not call
 // RunTimers.
 //
-// The cluster's own lock (Cluster.mu) guards its table of brokers; it is
-// taken alone, and released before any broker is called.
+// The cluster's own lock (Cluster.mu) guards its table of brokers. It comes
+// before all of the above (Listen and AddBroker start brokers under it),
+// and no broker takes it.
 //
 // The security policies' lock (store.secmu) is a leaf: nothing is taken
 // under it. So is a connection's read gate lock (conn.reads.mu), taken
