@@ -413,3 +413,48 @@ func TestClusterExtensibleTransferSendsClientsToTheNewOwnerWithoutALookup(t *tes
 		t.Errorf("a transfer to the owner itself: %v, want ErrNotAllowed", err)
 	}
 }
+
+func TestATopicUnloadKeepsWhatTheLedgerKeepsAndForgetsTheCounts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, cl := startBroker(t)
+	const topic = "persistent://public/default/reloaded"
+	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared,
+		NackRedeliveryDelay: 10 * time.Millisecond, SubscriptionProperties: map[string]string{"team": "billing"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendNumbered(t, p, 0, 2)
+	p.Close() // sends after the reload would race in the client (race_on_test.go)
+	first := receive(t, ctx, cons)
+	if err := cons.Ack(first); err != nil {
+		t.Fatal(err)
+	}
+	m := receive(t, ctx, cons)
+	cons.Nack(m)
+	if m = receive(t, ctx, cons); m.RedeliveryCount() != 1 {
+		t.Fatalf("after a nack count %d, want 1", m.RedeliveryCount())
+	}
+	if err := b.UnloadTopic(topic); err != nil {
+		t.Fatal(err)
+	}
+	// The topic is loaded again from its ledger: the held message comes
+	// back with its count at 0, the acknowledged one does not.
+	m = receive(t, ctx, cons)
+	if string(m.Payload()) != "1" || m.RedeliveryCount() != 0 {
+		t.Errorf("after the unload got %q count %d, want \"1\" count 0", m.Payload(), m.RedeliveryCount())
+	}
+	cons.Ack(m)
+	st, err := b.TopicStats(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Subscriptions["s"].Properties; got["team"] != "billing" {
+		t.Errorf("the subscription's properties after the unload: %v", got)
+	}
+}

@@ -17,8 +17,9 @@ import (
 //     redelivery counters (Pulsar keeps them in the dispatcher's memory);
 //   - non-durable subscriptions (readers) are gone, as Pulsar's non-durable
 //     cursors are; their clients subscribe again at the position they hold;
-//   - the producers' last sequence ids, the exclusive producers' epoch, the
-//     termination, the compacted view and the transaction buffer are kept;
+//   - the subscriptions' properties, the producers' last sequence ids, the
+//     exclusive producers' epoch, the termination, the compacted view and
+//     the transaction buffer are kept;
 //   - pending acknowledgements, replay queues, the delayed-delivery index
 //     and the rate limiters start empty.
 // A non-persistent topic has no ledger: releasing it loses it, messages and
@@ -72,6 +73,7 @@ func (b *Broker) loadLedgerLocked(t *Topic) bool {
 		s.created = d.created
 		s.cursorLedger = d.cursorLedger
 		s.fromFirst = d.fromFirst
+		s.properties = d.properties
 		s.settledAtStart = t.log.base
 	}
 	return true
@@ -119,7 +121,8 @@ func (t *Topic) releaseLocked(tell bool, dst *node) *ledger {
 		if !tell && s.persisted != nil {
 			cur = s.persisted // a crash leaves what was persisted last
 		}
-		l.subs[name] = durableSub{cur: cur, created: s.created, cursorLedger: s.cursorLedger, fromFirst: s.fromFirst}
+		l.subs[name] = durableSub{cur: cur, created: s.created, cursorLedger: s.cursorLedger, fromFirst: s.fromFirst,
+			properties: s.properties}
 	}
 	t.log = &entryLog{}
 	t.subs = map[string]*Subscription{}

@@ -115,10 +115,11 @@ type ledger struct {
 
 // durableSub is a durable subscription as its topic released it: its
 // cursor (whose read position and redelivery counters the next load
-// resets), when it was created, and its cursor's ledger id.
+// resets), when it was created, its cursor's ledger id and its properties.
 type durableSub struct {
 	cur          *cursor.Cursor
 	created      time.Time
 	cursorLedger uint64
 	fromFirst    bool
+	properties   map[string]string // the subscription's properties, kept with its cursor
 }
