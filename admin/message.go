@@ -26,6 +26,13 @@ func restHeaders(e broker.Entry) http.Header {
 		props = []byte("{}")
 	}
 	set("X-Pulsar-PROPERTY", string(props))
+	// The broker entry metadata, when the broker writes it (PIP-70).
+	if !e.BrokerTimestamp.IsZero() {
+		set("X-Pulsar-Broker-Entry-METADATA-timestamp", javaInstant(e.BrokerTimestamp))
+	}
+	if e.Index >= 0 {
+		set("X-Pulsar-Broker-Entry-METADATA-index", strconv.FormatInt(e.Index, 10))
+	}
 	set("X-Pulsar-publish-time", javaInstant(e.PublishTime))
 	if !e.EventTime.IsZero() {
 		set("X-Pulsar-event-time", javaInstant(e.EventTime))

@@ -399,6 +399,7 @@ func (t *Topic) storeSend(prod *Producer, s *pb.CommandSend, e *entry, md *pb.Me
 	case t.terminated:
 		return 0, refuse(pb.ServerError_TopicTerminatedError, "Topic was already terminated", false)
 	}
+	size := int64(len(e.data)) // what the producer sent, before any broker entry metadata
 	var n int64
 	if inTxn {
 		var err error
@@ -410,6 +411,6 @@ func (t *Topic) storeSend(prod *Producer, s *pb.CommandSend, e *entry, md *pb.Me
 	}
 	t.recordSentLocked(prod.Name, seq)
 	prod.in.add(time.Now(), int64(e.messages))
-	prod.bytesIn += int64(len(e.data))
+	prod.bytesIn += size
 	return n, nil
 }

@@ -526,7 +526,7 @@ func (s *Subscription) dispatchAtLocked(now time.Time) {
 		} else {
 			msg.Entry = 0 // a non-persistent topic's messages carry (0, 0), as messageID says
 		}
-		cons.conn.sendMessage(&msg, e.data)
+		cons.conn.sendMessage(&msg, cons.conn.entryBytes(e))
 		if wall.IsZero() {
 			wall = time.Now()
 			at = t.b.cfg.clock.Now()

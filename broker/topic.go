@@ -62,6 +62,10 @@ type Topic struct {
 	// all subscriptions deliver (dispatchrate.go).
 	publish      publishLimiter
 	dispatchRate dispatchLimiter
+
+	// messagesIndexed counts the messages the broker entry metadata index
+	// has numbered (entrymetadata.go).
+	messagesIndexed int64
 }
 
 // topicLock is a topic's lock. Events are queued while it is held (emit),
@@ -83,9 +87,12 @@ func (l *topicLock) Unlock() {
 // entry is one stored entry: a SEND's bytes after its command, kept exactly
 // as the producer sent them, with what dispatch needs to know about it.
 type entry struct {
-	data        []byte
-	publishTime uint64 // ms since the epoch, from the metadata
-	messages    int32  // num_messages_in_batch, 1 when not batched
+	data []byte
+	// publishTime is the entry's time in ms since the epoch: the broker
+	// entry metadata's timestamp when the broker writes one, else the
+	// metadata's publish time (Pulsar's entry timestamp).
+	publishTime uint64
+	messages    int32 // num_messages_in_batch, 1 when not batched
 	batched     bool
 	key         []byte // sticky key for Key_Shared
 	deliverAt   int64  // deliver_at_time in ms, 0 if none
@@ -99,6 +106,9 @@ type entry struct {
 	inTxn   bool
 	txnMeta bool
 	marker  bool
+	// metaLen is the length of the broker entry metadata that opens data,
+	// 0 for none (entrymetadata.go).
+	metaLen uint8
 }
 
 // entryLog is a topic's entries. Entry n has entryId n within the topic's
@@ -308,6 +318,9 @@ func (t *Topic) appendLocked(e *entry, producer string, md *pb.MessageMetadata) 
 	}
 	if blockBytes <= 0 {
 		blockBytes = DefaultTrimBlockBytes
+	}
+	if t.b.cfg.writesEntryMetadata() && t.name.Persistent {
+		t.addEntryMetadataLocked(e)
 	}
 	n := t.log.append(e, block, blockBytes, t.b.nowMillis)
 	if t.b.tracing() && !e.marker {

@@ -86,6 +86,8 @@ var confFlags = map[string]string{
 	"brokerDeleteInactiveTopicsMaxInactiveDurationSeconds": "delete-inactive-topics-max-inactive",
 	"brokerDeleteInactiveTopicsMode":                       "delete-inactive-topics-mode",
 	"brokerDeduplicationEnabled":                           "deduplication",
+	"brokerEntryMetadataInterceptors":                      "broker-entry-metadata-interceptors",
+	"exposingBrokerEntryMetadataToClientEnabled":           "expose-broker-entry-metadata",
 }
 
 // applyConfigFile reads a Pulsar standalone.conf and sets every flag it

@@ -57,6 +57,11 @@ func run(args []string) error {
 		"brokerDeleteInactiveTopicsMode: delete_when_no_subscriptions or delete_when_subscriptions_caught_up")
 	dedup := fs.Bool("deduplication", false,
 		"brokerDeduplicationEnabled: drop messages whose producer name and sequence id were already stored, unless a namespace or topic policy says otherwise")
+	entryInterceptors := fs.String("broker-entry-metadata-interceptors", "",
+		"brokerEntryMetadataInterceptors: write broker entry metadata before every entry, comma-separated Pulsar class names: "+
+			broker.BrokerTimestampInterceptor+" (the broker's publish time), "+broker.IndexInterceptor+" (a per-topic message index)")
+	exposeEntryMetadata := fs.Bool("expose-broker-entry-metadata", false,
+		"exposingBrokerEntryMetadataToClientEnabled: send the broker entry metadata to consumers that announce support for it")
 	var limits broker.Limits
 	fs.IntVar(&limits.MaxProducersPerTopic, "max-producers-per-topic", 0, "maxProducersPerTopic (0: no limit)")
 	fs.IntVar(&limits.MaxSameAddressProducersPerTopic, "max-same-address-producers-per-topic", 0,
@@ -111,6 +116,10 @@ func run(args []string) error {
 		return fmt.Errorf("-delete-inactive-topics-mode %q: want %s or %s", m,
 			broker.DeleteWhenNoSubscriptions, broker.DeleteWhenSubscriptionsCaughtUp)
 	}
+	entryMeta := broker.BrokerEntryMetadata{ExposeToClients: *exposeEntryMetadata}
+	if entryMeta.BrokerTimestamp, entryMeta.Index, err = broker.ParseBrokerEntryMetadataInterceptors(*entryInterceptors); err != nil {
+		return err
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -127,6 +136,7 @@ func run(args []string) error {
 		broker.WithMaxActiveTransactions(*maxTxns),
 		broker.WithInactiveTopicDeletion(inactive),
 		broker.WithDeduplication(*dedup),
+		broker.WithBrokerEntryMetadata(entryMeta),
 		broker.WithLimits(limits),
 		broker.WithHandshakeTimeout(*handshakeTimeout),
 		broker.WithWriteBufferWaterMarks(*writeLow, *writeHigh),
