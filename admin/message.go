@@ -37,6 +37,9 @@ func restHeaders(e broker.Entry) http.Header {
 	if !e.EventTime.IsZero() {
 		set("X-Pulsar-event-time", javaInstant(e.EventTime))
 	}
+	if !e.DeliverAt.IsZero() {
+		set("X-Pulsar-deliver-at-time", javaInstant(e.DeliverAt))
+	}
 	if e.BatchSize > 0 {
 		set("X-Pulsar-num-batch-message", strconv.Itoa(int(e.BatchSize)))
 		set("X-Pulsar-batch-size", strconv.Itoa(e.FrameSize))
@@ -44,8 +47,17 @@ func restHeaders(e broker.Entry) http.Header {
 	set("X-Pulsar-Is-Encrypted", strconv.FormatBool(e.Encrypted))
 	set("X-Pulsar-producer-name", e.Producer)
 	set("X-Pulsar-sequence-id", strconv.FormatUint(e.SequenceID, 10))
+	if len(e.ReplicateTo) > 0 {
+		h["X-Pulsar-replicated-to"] = e.ReplicateTo
+	}
 	if e.Key != "" {
 		set("X-Pulsar-partition-key", e.Key)
+	}
+	if e.Compression != "" {
+		set("X-Pulsar-compression", e.Compression)
+	}
+	if e.KeyBase64 != nil {
+		set("X-Pulsar-partition-key-b64-encoded", strconv.FormatBool(*e.KeyBase64))
 	}
 	if e.UncompressedSize >= 0 {
 		set("X-Pulsar-uncompressed-size", strconv.FormatInt(e.UncompressedSize, 10))

@@ -5,6 +5,7 @@ import (
 	"compress/zlib"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -267,6 +268,14 @@ type Entry struct {
 	// and -1 unless the broker writes them (WithBrokerEntryMetadata).
 	BrokerTimestamp time.Time
 	Index           int64
+	// DeliverAt is the entry's deliver-at time, zero for none;
+	// ReplicateTo its replication clusters; Compression the codec its
+	// metadata names, "" when it names none; KeyBase64 whether its
+	// partition key is base64, nil when the metadata does not say.
+	DeliverAt   time.Time
+	ReplicateTo []string
+	Compression string
+	KeyBase64   *bool
 }
 
 // Entry returns the stored entry of a topic with this id (its batch index is
@@ -330,5 +339,16 @@ func (b *Broker) openStored(data []byte, eid MessageID) (Entry, error) {
 		e.BatchSize = md.GetNumMessagesInBatch()
 	}
 	e.BrokerTimestamp, e.Index = entryMetadataOf(data)
+	if md.DeliverAtTime != nil {
+		e.DeliverAt = time.UnixMilli(md.GetDeliverAtTime())
+	}
+	e.ReplicateTo = slices.Clone(md.GetReplicateTo())
+	if md.Compression != nil {
+		e.Compression = md.GetCompression().String()
+	}
+	if md.PartitionKeyB64Encoded != nil {
+		b64 := md.GetPartitionKeyB64Encoded()
+		e.KeyBase64 = &b64
+	}
 	return e, nil
 }
