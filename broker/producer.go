@@ -248,9 +248,12 @@ func (c *conn) handleSend(s *pb.CommandSend, payload []byte) bool {
 	// A duplicate is not stored; its receipt names message -1:-1, as
 	// Pulsar's does.
 	ledger, entry := uint64(minusOne), uint64(minusOne)
-	if n == duplicate {
+	if n == duplicate || e.metaLen > 0 {
+		// Not stored, or stored as a copy behind its broker entry
+		// metadata: the reader may reuse the frame's bytes.
 		c.keptFrame = false
-	} else {
+	}
+	if n != duplicate {
 		id := prod.topic.messageID(n)
 		ledger, entry = id.GetLedgerId(), id.GetEntryId()
 		prod.sent.Add(1)
