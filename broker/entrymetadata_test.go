@@ -186,3 +186,35 @@ func TestSeekByTimeFollowsTheBrokerTimestamp(t *testing.T) {
 		})
 	}
 }
+
+func TestACompactedBatchKeepsItsBrokerEntryMetadata(t *testing.T) {
+	b := withEntryMetadata(t, true)
+	client := b.Client()
+	b.PublishBatch("compacted", broker.ProducerMessage{Key: "k", Payload: []byte("old")},
+		broker.ProducerMessage{Key: "j", Payload: []byte("j")}, broker.ProducerMessage{Key: "k", Payload: []byte("new")})
+	b.Compact("compacted")
+	r, err := client.CreateReader(pulsar.ReaderOptions{Topic: "compacted", StartMessageID: pulsar.EarliestMessageID(),
+		ReadCompacted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got []string
+	for r.HasNext() {
+		m, err := r.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Index() == nil || m.BrokerPublishTime() == nil {
+			t.Fatalf("%s from the compacted view: index %v, broker publish time %v", m.Payload(), m.Index(), m.BrokerPublishTime())
+		}
+		if len(m.Payload()) > 0 { // pulsar-client-go also hands over the compacted-out message, empty
+			got = append(got, fmt.Sprintf("%s=%d", m.Payload(), *m.Index()))
+		}
+	}
+	if want := "[j=1 new=2]"; fmt.Sprint(got) != want {
+		t.Fatalf("read compacted %v, want %s: the batch's indexes as written", got, want)
+	}
+}
