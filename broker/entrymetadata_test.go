@@ -15,8 +15,11 @@ import (
 // withEntryMetadata starts a broker with both entry metadata interceptors,
 // exposing the metadata to clients or not.
 func withEntryMetadata(t *testing.T, expose bool) *testkit.Broker {
+	if expose {
+		return testkit.Start(t, testkit.WithBrokerEntryMetadata())
+	}
 	return testkit.Start(t, testkit.WithBroker(broker.WithBrokerEntryMetadata(broker.BrokerEntryMetadata{
-		BrokerTimestamp: true, Index: true, ExposeToClients: expose})))
+		BrokerTimestamp: true, Index: true})))
 }
 
 // sendBatchThenSingles publishes a batch of three messages "b0".."b2",

@@ -11,7 +11,6 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/pulsarsim/pulsarsim/broker"
 	"github.com/pulsarsim/pulsarsim/scenarios"
 	"github.com/pulsarsim/pulsarsim/testkit"
 )
@@ -167,8 +166,7 @@ func TestDifferentialBrokerEntryMetadata(t *testing.T) {
 		t.Skip("set PULSAR_ENTRY_METADATA_URL and PULSAR_ENTRY_METADATA_ADMIN_URL to a Pulsar started with " +
 			"scripts/entry-metadata.conf (scripts/real-pulsar --conf)")
 	}
-	sim := scenarios.SimTarget(t, testkit.WithBroker(broker.WithBrokerEntryMetadata(broker.BrokerEntryMetadata{
-		BrokerTimestamp: true, Index: true, ExposeToClients: true})))
+	sim := scenarios.SimTarget(t, testkit.WithBrokerEntryMetadata())
 	got := entryMetadataStory(t, sim, sim.Sim.AdminURL())
 	want := entryMetadataStory(t, scenarios.RemoteTarget(t, url, admin), admin)
 	sameOnBoth(t, want, got)
