@@ -2,6 +2,7 @@ package scenarios_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -113,6 +114,18 @@ func entryMetadataStory(t *testing.T, tg *scenarios.Target, admin string) []stri
 		receive(subscribe(part), fmt.Sprintf("partition %d", i), 2)
 	}
 
+	// Stored sizes count the block: three REST producer messages, whose
+	// entries are alike on both brokers but for the broker's bytes.
+	sized := tg.Topic("entry-metadata-sized")
+	adminPut(t, admin+"/admin/v2/persistent/"+strings.TrimPrefix(sized, "persistent://"), "")
+	resp, err := http.Post(admin+"/topics/persistent/"+strings.TrimPrefix(sized, "persistent://"), "application/json",
+		strings.NewReader(`{"messages":[{"payload":"a"},{"payload":"bb"},{"payload":"ccc"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	notes = append(notes, "sizes: "+storedSizes(t, admin, sized))
+
 	// A non-persistent topic delivers to the consumers present.
 	np := strings.Replace(tg.Topic("entry-metadata-np"), "persistent://", "non-persistent://", 1)
 	c := subscribe(np)
@@ -170,4 +183,29 @@ func TestDifferentialBrokerEntryMetadata(t *testing.T) {
 	got := entryMetadataStory(t, sim, sim.Sim.AdminURL())
 	want := entryMetadataStory(t, scenarios.RemoteTarget(t, url, admin), admin)
 	sameOnBoth(t, want, got)
+}
+
+// storedSizes returns a topic's storageSize (stats) and totalSize
+// (internal stats).
+func storedSizes(t *testing.T, admin, topic string) string {
+	t.Helper()
+	path := admin + "/admin/v2/persistent/" + strings.TrimPrefix(topic, "persistent://")
+	var stats struct {
+		StorageSize int64 `json:"storageSize"`
+	}
+	var internal struct {
+		TotalSize int64 `json:"totalSize"`
+	}
+	for url, v := range map[string]any{path + "/stats": &stats, path + "/internalStats": &internal} {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(v)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fmt.Sprintf("storageSize %d, totalSize %d", stats.StorageSize, internal.TotalSize)
 }
