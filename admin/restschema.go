@@ -167,13 +167,22 @@ func (s *Server) restSchema(tn broker.TopicName, req *restProducerMessages) (res
 		if !ok {
 			return restSchemaInfo{}, 0, "Fail to add or retrieve schema."
 		}
+		// Pulsar's key-value encoding needs both definitions.
+		for _, part := range []struct {
+			name string
+			info restSchemaInfo
+		}{{"keyBytes", key}, {"valueBytes", info}} {
+			if part.info.data == nil {
+				return restSchemaInfo{}, 0, fmt.Sprintf(`Fail to publish message: Cannot read the array length because "%s" is null`, part.name)
+			}
+		}
 		info = keyValue(key, info)
 	}
 	// Pulsar adds the schema through the first partition it knows that
 	// exists as a topic.
 	for _, p := range s.served.indexes(base) {
-		if n, err := s.b.ExistingPartitions(restPartitionName(tn, p)); err != nil || n > 0 {
-			continue
+		if n, err := s.b.ExistingPartitions(restPartitionName(tn, p)); err != nil || n > 0 || info.data == nil {
+			continue // Pulsar's registry refuses a schema without a definition
 		}
 		v, err := s.b.AddProducerSchema(base, broker.Schema{Type: info.typ, Data: info.data, Properties: info.props})
 		if err == nil {

@@ -189,6 +189,12 @@ func restProducerStory(t *testing.T, tg *scenarios.Target, admin string) []strin
 	// JSON, and a key-value schema.
 	p.post("json", "persistent/"+jsonT, restBody(map[string]any{"valueSchema": schemaJSON("JSON", restJSONDef)},
 		map[string]any{"payload": `{"a": 7, "s": "j"}`}, map[string]any{"payload": `not json`}))
+	p.post("no definition", "persistent/"+kvT, restBody(map[string]any{"valueSchema": `{"type":"INT32"}`},
+		map[string]any{"payload": "1"}))
+	p.post("key without definition", "persistent/"+kvT, restBody(map[string]any{"keySchema": `{"type":"INT32"}`,
+		"valueSchema": schemaJSON("STRING", "")}, map[string]any{"payload": "v", "key": "42"}))
+	p.post("value without definition", "persistent/"+kvT, restBody(map[string]any{"keySchema": schemaJSON("INT32", ""),
+		"valueSchema": `{"type":"STRING"}`}, map[string]any{"payload": "v", "key": "42"}))
 	p.post("key value", "persistent/"+kvT, restBody(map[string]any{"keySchema": schemaJSON("INT32", ""),
 		"valueSchema": schemaJSON("STRING", "")}, map[string]any{"payload": "v", "key": "42"}))
 
