@@ -32,6 +32,12 @@ var entryMetadataModes = []struct {
 // dialEntryMetadataDriver connects a raw driver whose CONNECT announces
 // support for broker entry metadata, as pulsar-client-go's does.
 func dialEntryMetadataDriver(tb testing.TB, addr string) *rawDriver {
+	return dialAnnouncing(tb, addr, 21, true)
+}
+
+// dialAnnouncing connects a raw driver with this protocol version, its
+// CONNECT announcing support for broker entry metadata or not.
+func dialAnnouncing(tb testing.TB, addr string, version int32, announce bool) *rawDriver {
 	tb.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -39,8 +45,8 @@ func dialEntryMetadataDriver(tb testing.TB, addr string) *rawDriver {
 	}
 	d := &rawDriver{tb: tb, nc: nc, r: bufio.NewReaderSize(nc, 64<<10)}
 	d.call(protocol.Base(pb.BaseCommand_CONNECT, &pb.CommandConnect{
-		ClientVersion: proto.String("entry-metadata"), ProtocolVersion: proto.Int32(21),
-		FeatureFlags: &pb.FeatureFlags{SupportsBrokerEntryMetadata: proto.Bool(true)},
+		ClientVersion: proto.String("entry-metadata"), ProtocolVersion: proto.Int32(version),
+		FeatureFlags: &pb.FeatureFlags{SupportsBrokerEntryMetadata: proto.Bool(announce)},
 	}), pb.BaseCommand_CONNECTED)
 	return d
 }

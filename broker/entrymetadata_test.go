@@ -9,6 +9,8 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/pulsarsim/pulsarsim/broker"
+	"github.com/pulsarsim/pulsarsim/protocol"
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
 	"github.com/pulsarsim/pulsarsim/testkit"
 )
 
@@ -219,5 +221,58 @@ func TestACompactedBatchKeepsItsBrokerEntryMetadata(t *testing.T) {
 	}
 	if want := "[j=1 new=2]"; fmt.Sprint(got) != want {
 		t.Fatalf("read compacted %v, want %s: the batch's indexes as written", got, want)
+	}
+}
+
+func TestBrokerEntryMetadataGoesOnlyToClientsThatAnnounceIt(t *testing.T) {
+	br := broker.New(broker.WithBrokerEntryMetadata(broker.BrokerEntryMetadata{
+		BrokerTimestamp: true, Index: true, ExposeToClients: true}))
+	if err := br.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer br.Close()
+	const topic = "persistent://public/default/announced"
+	cases := []struct {
+		name     string
+		version  int32
+		announce bool
+		want     bool
+	}{
+		{"protocol 21, announced", 21, true, true},
+		{"protocol 18, announced", 18, true, true},
+		{"protocol 21, not announced", 21, false, false},
+		{"protocol 17, announced", 17, true, false},
+	}
+	drivers := make([]*rawDriver, len(cases))
+	for i, c := range cases {
+		drivers[i] = dialAnnouncing(t, br.Addr().String(), c.version, c.announce)
+		defer drivers[i].nc.Close()
+		drivers[i].subscribe(topic, fmt.Sprintf("s%d", i), 1, 10)
+	}
+	if _, err := br.Publish(topic, broker.ProducerMessage{Payload: []byte("m")}); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cases {
+		d := drivers[i]
+		d.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+		for {
+			body, err := protocol.ReadFrame(d.r, nil, 64<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := protocol.DecodeFrame(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Command.GetType() != pb.BaseCommand_MESSAGE {
+				continue
+			}
+			got := protocol.BrokerEntryMetadataLen(f.Payload) > 0
+			pl, err := protocol.ParsePayload(f.Payload)
+			if got != c.want || err != nil || !pl.ChecksumValid() || string(pl.Body) != "m" {
+				t.Errorf("%s: broker entry metadata %v (want %v), payload %q, %v", c.name, got, c.want, pl.Body, err)
+			}
+			break
+		}
 	}
 }
