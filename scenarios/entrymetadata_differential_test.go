@@ -1,9 +1,11 @@
 package scenarios_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -11,7 +13,10 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/pulsarsim/pulsarsim/protocol"
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
 	"github.com/pulsarsim/pulsarsim/scenarios"
 	"github.com/pulsarsim/pulsarsim/testkit"
 )
@@ -103,6 +108,15 @@ func entryMetadataStory(t *testing.T, tg *scenarios.Target, admin string) []stri
 	receive(subscribe(topic), "topic", 5)
 	for _, pos := range []int{1, 2} {
 		notes = append(notes, fmt.Sprintf("examine %d: %s", pos, examineEntryMetadata(t, admin, topic, pos)))
+	}
+	// On the wire: only a client of protocol 18 or later that announces
+	// support gets the block.
+	for i, c := range []struct {
+		version  int32
+		announce bool
+	}{{20, true}, {18, true}, {20, false}, {17, true}} {
+		notes = append(notes, fmt.Sprintf("wire, protocol %d, announced %v: %s", c.version, c.announce,
+			wireEntryMetadata(t, tg.URL, topic, fmt.Sprintf("wire-%d", i), c.version, c.announce)))
 	}
 
 	// Each partition counts on its own.
@@ -208,4 +222,71 @@ func storedSizes(t *testing.T, admin, topic string) string {
 		}
 	}
 	return fmt.Sprintf("storageSize %d, totalSize %d", stats.StorageSize, internal.TotalSize)
+}
+
+// wireEntryMetadata subscribes to topic from the earliest message over a
+// connection of its own (protocol version, support for broker entry
+// metadata announced or not) and describes what the first MESSAGE carries
+// before its checksum.
+func wireEntryMetadata(t *testing.T, url, topic, sub string, version int32, announce bool) string {
+	t.Helper()
+	nc, err := net.Dial("tcp", strings.TrimPrefix(url, "pulsar://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	r := bufio.NewReader(nc)
+	send := func(cmd *pb.BaseCommand) {
+		if _, err := nc.Write(protocol.AppendCommand(nil, cmd)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func() protocol.Frame {
+		for {
+			_ = nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+			body, err := protocol.ReadFrame(r, nil, 64<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := protocol.DecodeFrame(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch f.Command.GetType() {
+			case pb.BaseCommand_PING:
+				send(protocol.PongCommand())
+			case pb.BaseCommand_ACTIVE_CONSUMER_CHANGE:
+			default:
+				return f
+			}
+		}
+	}
+	send(protocol.Base(pb.BaseCommand_CONNECT, &pb.CommandConnect{ClientVersion: proto.String("entry-metadata-diff"),
+		ProtocolVersion: proto.Int32(version), FeatureFlags: &pb.FeatureFlags{SupportsBrokerEntryMetadata: proto.Bool(announce)}}))
+	if f := next(); f.Command.Connected == nil {
+		t.Fatalf("handshake: %v", f.Command.GetType())
+	}
+	send(protocol.Base(pb.BaseCommand_LOOKUP, &pb.CommandLookupTopic{Topic: proto.String(topic), RequestId: proto.Uint64(1)}))
+	next()
+	send(protocol.Base(pb.BaseCommand_SUBSCRIBE, &pb.CommandSubscribe{Topic: proto.String(topic), Subscription: proto.String(sub),
+		SubType: pb.CommandSubscribe_Exclusive.Enum(), ConsumerId: proto.Uint64(1), RequestId: proto.Uint64(2),
+		InitialPosition: pb.CommandSubscribe_Earliest.Enum()}))
+	if f := next(); f.Command.Success == nil {
+		t.Fatalf("subscribe: %v", f.Command.GetType())
+	}
+	send(protocol.Base(pb.BaseCommand_FLOW, &pb.CommandFlow{ConsumerId: proto.Uint64(1), MessagePermits: proto.Uint32(1)}))
+	for {
+		f := next()
+		if f.Command.Message == nil {
+			continue
+		}
+		m, ok, err := protocol.ParseBrokerEntryMetadata(f.Payload)
+		switch {
+		case err != nil:
+			return "malformed broker entry metadata: " + err.Error()
+		case !ok:
+			return "no broker entry metadata"
+		}
+		return fmt.Sprintf("broker entry metadata, timestamp %v, index %d", m.HasTimestamp, m.Index)
+	}
 }
