@@ -23,6 +23,9 @@ type Server struct {
 	// webURL and webTLSURL are the admin API's own addresses, when known
 	// (WithWebServiceURLs).
 	webURL, webTLSURL string
+	// served are the partitions the REST producer has looked up
+	// (restproducer.go).
+	served restServed
 }
 
 // Option configures a Server.
@@ -50,6 +53,7 @@ func New(b *broker.Broker, opts ...Option) *Server {
 	s.routeMetrics()
 	s.routeSecurity()
 	s.routeTransactions()
+	s.routeRESTProducer()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, "Not found: "+r.URL.Path)
 	})

@@ -26,9 +26,19 @@ func restHeaders(e broker.Entry) http.Header {
 		props = []byte("{}")
 	}
 	set("X-Pulsar-PROPERTY", string(props))
+	// The broker entry metadata, when the broker writes it (PIP-70).
+	if !e.BrokerTimestamp.IsZero() {
+		set("X-Pulsar-Broker-Entry-METADATA-timestamp", javaInstant(e.BrokerTimestamp))
+	}
+	if e.Index >= 0 {
+		set("X-Pulsar-Broker-Entry-METADATA-index", strconv.FormatInt(e.Index, 10))
+	}
 	set("X-Pulsar-publish-time", javaInstant(e.PublishTime))
 	if !e.EventTime.IsZero() {
 		set("X-Pulsar-event-time", javaInstant(e.EventTime))
+	}
+	if !e.DeliverAt.IsZero() {
+		set("X-Pulsar-deliver-at-time", javaInstant(e.DeliverAt))
 	}
 	if e.BatchSize > 0 {
 		set("X-Pulsar-num-batch-message", strconv.Itoa(int(e.BatchSize)))
@@ -37,8 +47,17 @@ func restHeaders(e broker.Entry) http.Header {
 	set("X-Pulsar-Is-Encrypted", strconv.FormatBool(e.Encrypted))
 	set("X-Pulsar-producer-name", e.Producer)
 	set("X-Pulsar-sequence-id", strconv.FormatUint(e.SequenceID, 10))
+	if len(e.ReplicateTo) > 0 {
+		h["X-Pulsar-replicated-to"] = e.ReplicateTo
+	}
 	if e.Key != "" {
 		set("X-Pulsar-partition-key", e.Key)
+	}
+	if e.Compression != "" {
+		set("X-Pulsar-compression", e.Compression)
+	}
+	if e.KeyBase64 != nil {
+		set("X-Pulsar-partition-key-b64-encoded", strconv.FormatBool(*e.KeyBase64))
 	}
 	if e.UncompressedSize >= 0 {
 		set("X-Pulsar-uncompressed-size", strconv.FormatInt(e.UncompressedSize, 10))

@@ -298,7 +298,8 @@ func (t *Topic) rewriteBatch(e *entry, keep []bool) *entry {
 	nmd.Compression = nil
 	nmd.UncompressedSize = proto.Uint32(uint32(len(nb)))
 	out := *e
-	out.data = protocol.AppendPayload(nil, nmd, nb)
+	// The broker entry metadata stays, as Pulsar's compactor keeps it.
+	out.data = protocol.AppendPayload(slices.Clone(e.data[:e.metaLen]), nmd, nb)
 	return &out
 }
 

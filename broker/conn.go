@@ -50,6 +50,9 @@ type conn struct {
 	// under wmu, read without it.
 	unsent     atomic.Int64
 	unwritable atomic.Bool
+	// entryMetadata says the client receives broker entry metadata
+	// (entrymetadata.go), set at CONNECT.
+	entryMetadata atomic.Bool
 
 	received atomic.Bool // any frame since the last keep-alive tick
 	// reads pauses the reader while a publish rate limit throttles the
@@ -470,6 +473,7 @@ func (c *conn) handleConnect(cc *pb.CommandConnect) bool {
 	c.version = v
 	c.client = cc.GetClientVersion()
 	c.mu.Unlock()
+	c.takeEntryMetadata(v, cc.GetFeatureFlags().GetSupportsBrokerEntryMetadata())
 	c.stopHandshakeTimer()
 	c.log.Debug("client connected", "client", cc.GetClientVersion(), "protocol", cc.GetProtocolVersion())
 	c.send(protocol.Base(pb.BaseCommand_CONNECTED, &pb.CommandConnected{

@@ -153,6 +153,6 @@ func (b *Broker) releaseTopic(t *Topic, tell bool, dst *node) {
 		return
 	}
 	l := t.releaseLocked(tell, dst)
+	b.forgetReleased(t, l) // under t's lock: see lockTopic
 	t.mu.Unlock()
-	b.forgetReleased(t, l)
 }

@@ -5,6 +5,7 @@ import (
 	"compress/zlib"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,6 +35,13 @@ type Message struct {
 	SchemaVersion []byte
 	// Txn is the transaction that produced the message, nil for none.
 	Txn *TxnID
+	// BrokerPublishTime is the broker's time at publish, from the broker
+	// entry metadata; zero unless the broker writes it
+	// (WithBrokerEntryMetadata).
+	BrokerPublishTime time.Time
+	// Index is the message's topic-wide index, from the broker entry
+	// metadata; -1 unless the broker writes it.
+	Index int64
 }
 
 // openEntry parses a stored entry's metadata and decompresses its body, of
@@ -58,7 +66,11 @@ func decodeEntry(data []byte, id MessageID, limit int) ([]Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	return entryMessages(md, body, id)
+	msgs, err := entryMessages(md, body, id)
+	if err == nil {
+		setEntryMetadata(msgs, data)
+	}
+	return msgs, err
 }
 
 // entryMessages expands an entry's metadata and uncompressed body into its
@@ -70,6 +82,7 @@ func entryMessages(md *pb.MessageMetadata, body []byte, id MessageID) ([]Message
 		PublishTime:   time.UnixMilli(int64(md.GetPublishTime())),
 		Compression:   md.GetCompression().String(),
 		SchemaVersion: md.GetSchemaVersion(),
+		Index:         -1,
 	}
 	if md.DeliverAtTime != nil {
 		base.DeliverAt = time.UnixMilli(md.GetDeliverAtTime())
@@ -250,6 +263,19 @@ type Entry struct {
 	// with the checksum and metadata-size fields before it (what Pulsar's
 	// REST API reports as a batch's X-Pulsar-batch-size).
 	FrameSize int
+	// BrokerTimestamp is the broker's time at publish and Index the index
+	// of the entry's last message, from the broker entry metadata: zero
+	// and -1 unless the broker writes them (WithBrokerEntryMetadata).
+	BrokerTimestamp time.Time
+	Index           int64
+	// DeliverAt is the entry's deliver-at time, zero for none;
+	// ReplicateTo its replication clusters; Compression the codec its
+	// metadata names, "" when it names none; KeyBase64 whether its
+	// partition key is base64, nil when the metadata does not say.
+	DeliverAt   time.Time
+	ReplicateTo []string
+	Compression string
+	KeyBase64   *bool
 }
 
 // Entry returns the stored entry of a topic with this id (its batch index is
@@ -289,6 +315,7 @@ func (b *Broker) openStored(data []byte, eid MessageID) (Entry, error) {
 	if err != nil {
 		return Entry{}, fmt.Errorf("entry %d:%d: %w", eid.Ledger, eid.Entry, err)
 	}
+	setEntryMetadata(msgs, data)
 	e := Entry{ID: eid, Producer: md.GetProducerName(), SequenceID: md.GetSequenceId(),
 		PublishTime: time.UnixMilli(int64(md.GetPublishTime())), Messages: msgs, Body: bytes.Clone(body),
 		Key: md.GetPartitionKey(), Properties: map[string]string{}, UncompressedSize: -1,
@@ -310,6 +337,18 @@ func (b *Broker) openStored(data []byte, eid MessageID) (Entry, error) {
 	}
 	if md.NumMessagesInBatch != nil {
 		e.BatchSize = md.GetNumMessagesInBatch()
+	}
+	e.BrokerTimestamp, e.Index = entryMetadataOf(data)
+	if md.DeliverAtTime != nil {
+		e.DeliverAt = time.UnixMilli(md.GetDeliverAtTime())
+	}
+	e.ReplicateTo = slices.Clone(md.GetReplicateTo())
+	if md.Compression != nil {
+		e.Compression = md.GetCompression().String()
+	}
+	if md.PartitionKeyB64Encoded != nil {
+		b64 := md.GetPartitionKeyB64Encoded()
+		e.KeyBase64 = &b64
 	}
 	return e, nil
 }

@@ -56,6 +56,9 @@ type config struct {
 	dedup         bool // brokerDeduplicationEnabled
 	transactions  bool // transactionCoordinatorEnabled
 	maxActiveTxns int  // maxActiveTransactionsPerCoordinator, 0: none
+	// entryMeta is the broker entry metadata written and sent
+	// (entrymetadata.go).
+	entryMeta BrokerEntryMetadata
 }
 
 func defaultConfig() config {

@@ -51,7 +51,7 @@ func (c *conn) handleProducer(p *pb.CommandProducer) {
 		c.send(ok)
 		return
 	}
-	t, err := c.b.getOrCreateTopic(tn, c.b.autoCreateAllowed(tn))
+	t, err := c.b.lockTopic(tn, c.b.autoCreateAllowed(tn))
 	if errors.Is(err, errNoNamespace) || errors.Is(err, errNotServed) {
 		c.send(protocol.ErrorCommand(reqID, pb.ServerError_ServiceNotReady, c.b.notServedMessage(tn)))
 		return
@@ -70,7 +70,6 @@ func (c *conn) handleProducer(p *pb.CommandProducer) {
 	}
 	prod := &Producer{ID: p.GetProducerId(), Name: name, topic: t, conn: c,
 		metadata: properties(p.GetMetadata()), since: time.Now()}
-	t.mu.Lock()
 	t.attachProducerLocked(prod, p)
 	t.mu.Unlock()
 }
@@ -252,9 +251,12 @@ func (c *conn) handleSend(s *pb.CommandSend, payload []byte) bool {
 	// A duplicate is not stored; its receipt names message -1:-1, as
 	// Pulsar's does.
 	ledger, entry := uint64(minusOne), uint64(minusOne)
-	if n == duplicate {
+	if n == duplicate || e.metaLen > 0 {
+		// Not stored, or stored as a copy behind its broker entry
+		// metadata: the reader may reuse the frame's bytes.
 		c.keptFrame = false
-	} else {
+	}
+	if n != duplicate {
 		id := prod.topic.messageID(n)
 		ledger, entry = id.GetLedgerId(), id.GetEntryId()
 		prod.sent.Add(1)
@@ -403,6 +405,7 @@ func (t *Topic) storeSend(prod *Producer, s *pb.CommandSend, e *entry, md *pb.Me
 	case t.terminated:
 		return 0, refuse(pb.ServerError_TopicTerminatedError, "Topic was already terminated", false)
 	}
+	size := int64(len(e.data)) // what the producer sent, before any broker entry metadata
 	var n int64
 	if inTxn {
 		var err error
@@ -414,6 +417,6 @@ func (t *Topic) storeSend(prod *Producer, s *pb.CommandSend, e *entry, md *pb.Me
 	}
 	t.recordSentLocked(prod.Name, seq)
 	prod.in.add(time.Now(), int64(e.messages))
-	prod.bytesIn += int64(len(e.data))
+	prod.bytesIn += size
 	return n, nil
 }

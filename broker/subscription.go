@@ -271,7 +271,7 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 		c.send(protocol.SuccessCommand(reqID))
 		return
 	}
-	t, err := c.b.getOrCreateTopic(tn, c.b.autoCreateAllowed(tn) && sub.GetForceTopicCreation())
+	t, err := c.b.lockTopic(tn, c.b.autoCreateAllowed(tn) && sub.GetForceTopicCreation())
 	if errors.Is(err, errNoNamespace) || errors.Is(err, errNotServed) {
 		refuse(&refusal{pb.ServerError_ServiceNotReady, c.b.notServedMessage(tn)})
 		return
@@ -285,7 +285,6 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 		return
 	}
 	typ := dispatch.SubType(sub.GetSubType())
-	t.mu.Lock()
 	defer t.mu.Unlock()
 	if fail := t.consumerSchemaLocked(sub.GetSchema()); fail != nil {
 		refuse(&refusal{fail.code, fail.msg})
@@ -552,7 +551,7 @@ func (s *Subscription) dispatchAtLocked(now time.Time) {
 		} else {
 			msg.Entry = 0 // a non-persistent topic's messages carry (0, 0), as messageID says
 		}
-		cons.conn.sendMessage(&msg, e.data)
+		cons.conn.sendMessage(&msg, cons.conn.entryBytes(e))
 		if wall.IsZero() {
 			wall = time.Now()
 			at = t.b.cfg.clock.Now()

@@ -69,6 +69,10 @@ type Topic struct {
 	// all subscriptions deliver (dispatchrate.go).
 	publish      publishLimiter
 	dispatchRate dispatchLimiter
+
+	// messagesIndexed counts the messages the broker entry metadata index
+	// has numbered (entrymetadata.go).
+	messagesIndexed int64
 }
 
 // topicLock is a topic's lock. Events are queued while it is held (emit),
@@ -90,9 +94,12 @@ func (l *topicLock) Unlock() {
 // entry is one stored entry: a SEND's bytes after its command, kept exactly
 // as the producer sent them, with what dispatch needs to know about it.
 type entry struct {
-	data        []byte
-	publishTime uint64 // ms since the epoch, from the metadata
-	messages    int32  // num_messages_in_batch, 1 when not batched
+	data []byte
+	// publishTime is the entry's time in ms since the epoch: the broker
+	// entry metadata's timestamp when the broker writes one, else the
+	// metadata's publish time (Pulsar's entry timestamp).
+	publishTime uint64
+	messages    int32 // num_messages_in_batch, 1 when not batched
 	batched     bool
 	key         []byte // sticky key for Key_Shared
 	deliverAt   int64  // deliver_at_time in ms, 0 if none
@@ -106,6 +113,9 @@ type entry struct {
 	inTxn   bool
 	txnMeta bool
 	marker  bool
+	// metaLen is the length of the broker entry metadata that opens data,
+	// 0 for none (entrymetadata.go).
+	metaLen uint8
 }
 
 // entryLog is a topic's entries. Entry n has entryId n within the topic's
@@ -233,6 +243,25 @@ func (b *Broker) lookupTopic(name string) *Topic {
 	return nil
 }
 
+// lockTopic is getOrCreateTopic, returning the topic with its lock held: a
+// topic its broker released (unloaded) between the two is looked up again,
+// so that no producer or consumer attaches to a topic that keeps nothing of
+// its ledger. releaseTopic forgets a topic before it lets go of its lock,
+// so the second look finds the ledger, not the released topic.
+func (b *Broker) lockTopic(tn TopicName, create bool) (*Topic, error) {
+	for {
+		t, err := b.getOrCreateTopic(tn, create)
+		if err != nil {
+			return nil, err
+		}
+		t.mu.Lock()
+		if !t.released {
+			return t, nil
+		}
+		t.mu.Unlock()
+	}
+}
+
 // getOrCreateTopic returns the topic, creating it when create is set. It
 // fails with errNoNamespace when the topic's namespace does not exist (as
 // Pulsar refuses anything on it, before it looks for the topic), else with
@@ -346,6 +375,9 @@ func (t *Topic) appendLocked(e *entry, producer string, md *pb.MessageMetadata) 
 	}
 	if blockBytes <= 0 {
 		blockBytes = DefaultTrimBlockBytes
+	}
+	if t.b.cfg.writesEntryMetadata() && t.name.Persistent {
+		t.addEntryMetadataLocked(e)
 	}
 	n := t.log.append(e, block, blockBytes, t.b.nowMillis)
 	if t.b.tracing() && !e.marker {

@@ -93,6 +93,8 @@ var confFlags = map[string]string{
 	"brokerDeduplicationEnabled":                           "deduplication",
 	"loadManagerClassName":                                 "load-manager",
 	"isSchemaValidationEnforced":                           "schema-validation-enforced",
+	"brokerEntryMetadataInterceptors":                      "broker-entry-metadata-interceptors",
+	"exposingBrokerEntryMetadataToClientEnabled":           "expose-broker-entry-metadata",
 }
 
 // confKeys are the standalone.conf keys applyConfigFile reads besides

@@ -75,6 +75,11 @@ func run(args []string) error {
 		"brokerDeduplicationEnabled: drop messages whose producer name and sequence id were already stored, unless a namespace or topic policy says otherwise")
 	schemaValidation := fs.Bool("schema-validation-enforced", false,
 		"isSchemaValidationEnforced: refuse producers without a schema on topics that have one, whatever the namespace and topic policies say")
+	entryInterceptors := fs.String("broker-entry-metadata-interceptors", "",
+		"brokerEntryMetadataInterceptors: write broker entry metadata before every entry, comma-separated Pulsar class names: "+
+			broker.BrokerTimestampInterceptor+" (the broker's publish time), "+broker.IndexInterceptor+" (a per-topic message index)")
+	exposeEntryMetadata := fs.Bool("expose-broker-entry-metadata", false,
+		"exposingBrokerEntryMetadataToClientEnabled: send the broker entry metadata to consumers that announce support for it")
 	var limits broker.Limits
 	fs.IntVar(&limits.MaxProducersPerTopic, "max-producers-per-topic", 0, "maxProducersPerTopic (0: no limit)")
 	fs.IntVar(&limits.MaxSameAddressProducersPerTopic, "max-same-address-producers-per-topic", 0,
@@ -143,6 +148,10 @@ func run(args []string) error {
 		Frequency:   time.Duration(*inactiveFrequency) * time.Second,
 		MaxInactive: time.Duration(*inactiveMax) * time.Second,
 		Mode:        broker.InactiveTopicDeleteMode(*inactiveMode)}
+	entryMeta := broker.BrokerEntryMetadata{ExposeToClients: *exposeEntryMetadata}
+	if entryMeta.BrokerTimestamp, entryMeta.Index, err = broker.ParseBrokerEntryMetadataInterceptors(*entryInterceptors); err != nil {
+		return err
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -171,6 +180,7 @@ func run(args []string) error {
 		broker.WithMaxActiveTransactions(*maxTxns),
 		broker.WithInactiveTopicDeletion(inactive),
 		broker.WithDeduplication(*dedup),
+		broker.WithBrokerEntryMetadata(entryMeta),
 		broker.WithLimits(limits),
 		broker.WithHandshakeTimeout(*handshakeTimeout),
 		broker.WithWriteBufferWaterMarks(*writeLow, *writeHigh),
