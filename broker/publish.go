@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -63,10 +64,6 @@ func (b *Broker) publishIn(topic string, batch bool, msgs []ProducerMessage, id 
 	if b.partitions(tn) > 0 {
 		return nil, errorf(ErrInvalidName, "Cannot produce to partitioned topic %s directly; produce to its partitions", tn)
 	}
-	t, err := b.getOrCreateTopic(tn, b.autoCreateAllowed(tn))
-	if err != nil {
-		return nil, err
-	}
 	producer := b.generatedProducerName()
 	now := uint64(b.cfg.clock.Now().UnixMilli())
 	var payloads [][]byte
@@ -82,8 +79,21 @@ func (b *Broker) publishIn(topic string, batch bool, msgs []ProducerMessage, id 
 			return nil, errorf(ErrInvalidMessage, "Message of %d bytes exceeds maxMessageSize %d", len(p), b.cfg.maxMessageSize)
 		}
 	}
-	return t.appendPayloads(tn, producer, payloads, batch, id)
+	for {
+		t, err := b.getOrCreateTopic(tn, b.autoCreateAllowed(tn))
+		if err != nil {
+			return nil, err
+		}
+		ids, err := t.appendPayloads(tn, producer, payloads, batch, id)
+		if !errors.Is(err, errReleased) {
+			return ids, err
+		}
+	}
 }
+
+// errReleased is appendPayloads' error for a topic its broker released
+// meanwhile: the caller looks the topic up again (see lockTopic).
+var errReleased = errors.New("the topic was unloaded")
 
 // appendPayloads stores the payloads as entries of the topic and returns the
 // ids of their messages.
@@ -91,6 +101,8 @@ func (t *Topic) appendPayloads(tn TopicName, producer string, payloads [][]byte,
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
+	case t.released:
+		return nil, errReleased
 	case t.deleted:
 		return nil, topicNotFound(tn)
 	case t.terminated:

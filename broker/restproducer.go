@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/pulsarsim/pulsarsim/protocol"
@@ -76,13 +77,18 @@ func (b *Broker) PublishPayload(topic string, payload []byte) (MessageID, error)
 	if len(payload) > b.cfg.maxMessageSize {
 		return MessageID{}, errorf(ErrInvalidMessage, "Message of %d bytes exceeds maxMessageSize %d", len(payload), b.cfg.maxMessageSize)
 	}
-	t, err := b.getOrCreateTopic(tn, false)
-	if err != nil {
-		return MessageID{}, err
-	}
-	ids, err := t.appendPayloads(tn, pl.Metadata.GetProducerName(), [][]byte{payload}, false, nil)
-	if err != nil {
-		return MessageID{}, err
+	var ids []MessageID
+	for {
+		t, err := b.getOrCreateTopic(tn, false)
+		if err != nil {
+			return MessageID{}, err
+		}
+		if ids, err = t.appendPayloads(tn, pl.Metadata.GetProducerName(), [][]byte{payload}, false, nil); err == nil {
+			break
+		}
+		if !errors.Is(err, errReleased) {
+			return MessageID{}, err
+		}
 	}
 	if len(ids) != 1 {
 		return MessageID{}, fmt.Errorf("pulsarsim: stored %d entries for one payload", len(ids))

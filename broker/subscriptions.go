@@ -88,7 +88,9 @@ func (b *Broker) createSubscription(topic, sub string, at Position, props map[st
 	for _, t := range ts {
 		t.mu.Lock()
 		switch {
-		case t.deleted:
+		case t.deleted || t.released:
+			// A topic unloaded meanwhile is found in the store again by
+			// the caller's next try; it is not found in this one.
 			t.mu.Unlock()
 			return topicNotFound(tn)
 		case t.subs[sub] != nil:
