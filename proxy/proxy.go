@@ -216,9 +216,10 @@ func (p *Proxy) serveLookups(client net.Conn, cc *pb.CommandConnect) {
 		writeCommand(client, cmd)
 	}
 	v := min(cc.GetProtocolVersion(), maxProtocolVersion)
+	// Pulsar's proxy answers without max_message_size (seen on 4.0.8): a
+	// lookup connection carries no messages.
 	send(protocol.Base(pb.BaseCommand_CONNECTED, &pb.CommandConnected{
 		ServerVersion: proto.String("Pulsar proxy (pulsarsim)"), ProtocolVersion: proto.Int32(v),
-		MaxMessageSize: proto.Int32(protocol.DefaultMaxMessageSize),
 	}))
 	var up *upstream // the broker the other commands go to, dialled at the first
 	defer func() {
