@@ -142,7 +142,7 @@ func (b *Broker) AppliedPolicies(topic string) broker.Policies {
 
 // AdminURL returns the URL of this broker's admin REST API,
 // "http://127.0.0.1:PORT", for pulsaradmin or net/http, which also serves
-// the web view (ViewURL). The API is served from the first call on, and
+// the web view (ViewURL) and the WebSocket API (WebSocketURL). The API is served from the first call on, and
 // closed when the test ends.
 func (b *Broker) AdminURL() string {
 	b.tb.Helper()
@@ -160,11 +160,16 @@ func (b *Broker) AdminURL() string {
 	for pattern, h := range web.Routes() {
 		opts = append(opts, admin.WithHandler(pattern, h))
 	}
+	ws := b.webSocketServer()
+	for pattern, h := range ws.Routes() {
+		opts = append(opts, admin.WithHandler(pattern, h))
+	}
 	opts = append(opts, admin.WithWebServiceURLs("http://"+ln.Addr().String(), ""))
 	srv := &http.Server{Handler: admin.New(b.srv, opts...), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	b.tb.Cleanup(func() {
 		web.Close() // ends the live-update streams, which Close does not
+		ws.Close()  // ends the WebSocket sessions, which Close does not either
 		srv.Close()
 	})
 	b.adminURL = "http://" + ln.Addr().String()

@@ -61,6 +61,7 @@ var confFlags = map[string]string{
 	"advertisedAddress":                                    "advertised-address",
 	"advertisedListeners":                                  "advertised-listeners",
 	"maxMessageSize":                                       "max-message-size",
+	"webSocketServiceEnabled":                              "websocket",
 	"allowAutoTopicCreation":                               "auto-create-topics",
 	"subscriptionKeySharedUseConsistentHashing":            "key-shared-consistent-hashing",
 	"acknowledgmentAtBatchIndexLevelEnabled":               "batch-index-ack",

@@ -20,9 +20,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/pulsarsim/pulsarsim/admin"
 	"github.com/pulsarsim/pulsarsim/admin/view"
 	"github.com/pulsarsim/pulsarsim/broker"
+	"github.com/pulsarsim/pulsarsim/websocket"
 )
 
 func main() {
@@ -76,6 +78,10 @@ func run(args []string) error {
 	handshakeTimeout := fs.Duration("handshake-timeout", 0,
 		"close a connection whose handshake is not done by then (0: the keep-alive interval, 30s, as Pulsar)")
 	serveView := fs.Bool("view", true, "serve the web view at /view/ on the admin HTTP port")
+	serveWS := fs.Bool("websocket", true,
+		"webSocketServiceEnabled: serve Pulsar's WebSocket API at /ws/ on the admin HTTP port")
+	wsToken := fs.String("websocket-token", "",
+		"brokerClientAuthenticationParameters of the WebSocket API's internal client: a token the broker accepts (under authentication)")
 	viewHistory := fs.Int("view-history", view.DefaultHistoryLimit,
 		"the number of newest broker events the web view keeps for its pictures of message lives")
 	verbose := fs.Bool("v", false, "log every connection event")
@@ -179,6 +185,20 @@ func run(args []string) error {
 			logger.Info("pulsarsim admin API serving TLS", "url", "https://"+tln.Addr().String())
 		}
 	}
+	var ws *websocket.Server
+	if *serveWS && *httpAddr != "" {
+		var wsOpts []websocket.Option
+		if *wsToken != "" {
+			token := *wsToken
+			wsOpts = append(wsOpts, websocket.WithClientOptions(func(o *pulsar.ClientOptions) {
+				o.Authentication = pulsar.NewAuthenticationToken(token)
+			}))
+		}
+		ws = websocket.New(b, wsOpts...)
+		for pattern, h := range ws.Routes() {
+			adminOpts = append(adminOpts, admin.WithHandler(pattern, h))
+		}
+	}
 	adminOpts = append(adminOpts, admin.WithWebServiceURLs(webURLs(listeners)))
 	httpHandler, err := sec.httpHandler(admin.New(b, adminOpts...))
 	if err != nil {
@@ -190,9 +210,13 @@ func run(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var onShutdown func()
-	if web != nil {
-		onShutdown = web.Close
+	onShutdown := func() {
+		if web != nil {
+			web.Close()
+		}
+		if ws != nil {
+			ws.Close()
+		}
 	}
 	err = serveAdmin(ctx, logger, httpHandler, onShutdown, listeners...)
 	if err == nil {
