@@ -226,7 +226,7 @@ func (s *Server) newConsumer(w http.ResponseWriter, r *http.Request, ep endpoint
 	}
 	consumer, err := client.Subscribe(cfg.opts)
 	if err != nil {
-		createError(w, r, ep, err)
+		s.createError(w, r, ep, err)
 		return nil, err
 	}
 	cs := &consumerSession{session: newSession(s), client: client, consumer: consumer, cfg: cfg, topic: ep.topic,

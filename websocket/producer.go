@@ -221,7 +221,7 @@ func (s *Server) newProducer(w http.ResponseWriter, r *http.Request, ep endpoint
 	}
 	producer, err := client.CreateProducer(opts)
 	if err != nil {
-		createError(w, r, ep, err)
+		s.createError(w, r, ep, err)
 		return nil, err
 	}
 	partitioned := false

@@ -80,7 +80,7 @@ func (s *Server) newReader(w http.ResponseWriter, r *http.Request, ep endpoint, 
 	}
 	reader, err := client.CreateReader(opts)
 	if err != nil {
-		createError(w, r, ep, err)
+		s.createError(w, r, ep, err)
 		return nil, err
 	}
 	rs := &readerSession{session: newSession(s), reader: reader, topic: ep.topic, subscription: sub,

@@ -291,8 +291,17 @@ var serverErrorRE = regexp.MustCompile(`server error: (\w+): (.*)`)
 // producer or consumer as Pulsar's handlers answer the Java client's
 // (AbstractWebSocketHandler.getErrorCode and getErrorMessage): the status
 // of the broker's error, and its message in the Java client's form.
-func createError(w http.ResponseWriter, r *http.Request, ep endpoint, err error) {
+func (s *Server) createError(w http.ResponseWriter, r *http.Request, ep endpoint, err error) {
 	status, msg := http.StatusInternalServerError, err.Error()
+	if err.Error() == "TopicNotFound" {
+		// A lookup's refusal: pulsar-client-go keeps its code, not the
+		// broker's message, which for a missing namespace is this.
+		reason := "Topic not found"
+		if ns := ep.topic.Tenant + "/" + ep.topic.Namespace; !s.b.NamespaceExists(ns) {
+			reason = "Namespace not found"
+		}
+		err = fmt.Errorf("server error: TopicNotFound: %s", reason)
+	}
 	if m := serverErrorRE.FindStringSubmatch(err.Error()); m != nil {
 		status = serverErrorStatus(m[1])
 		msg = fmt.Sprintf(`{"errorMsg":%q,"reqId":%d, "remote":"%s", "local":"%s"}`, m[2], requestID(),
