@@ -1,0 +1,149 @@
+package websocket_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"go.uber.org/goleak"
+
+	"github.com/pulsarsim/pulsarsim/admin"
+	"github.com/pulsarsim/pulsarsim/broker"
+	"github.com/pulsarsim/pulsarsim/testkit"
+	pws "github.com/pulsarsim/pulsarsim/websocket"
+)
+
+func TestWebSocketAuthorizationIsTheWebPortsUnderTokens(t *testing.T) {
+	b := testkit.Start(t, testkit.WithTokenAuth(), testkit.WithAuthorization("admin"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b.GrantNamespace("public/default", "alice", "produce")
+	bearer := func(role string) http.Header {
+		return http.Header{"Authorization": {"Bearer " + b.Token(role)}}
+	}
+	producer := b.WebSocketURL() + "/ws/v2/producer/persistent/public/default/secured"
+	consumer := b.WebSocketURL() + "/ws/v2/consumer/persistent/public/default/secured/s"
+	for _, c := range []struct {
+		name   string
+		url    string
+		header http.Header
+		status int
+	}{
+		{"no credentials", producer, nil, http.StatusUnauthorized},
+		{"a bad token", producer, http.Header{"Authorization": {"Bearer nonsense"}}, http.StatusUnauthorized},
+		{"a role without grants", producer, bearer("bob"), http.StatusForbidden},
+		{"a producer consuming", consumer, bearer("alice"), http.StatusForbidden},
+	} {
+		_, resp, err := websocket.DefaultDialer.DialContext(ctx, c.url, c.header)
+		if err == nil || resp == nil || resp.StatusCode != c.status {
+			t.Errorf("%s: %v %v, want %d", c.name, err, resp, c.status)
+		}
+	}
+	p := dialWS(ctx, t, producer, bearer("alice"))
+	writeJSON(t, p, map[string]string{"payload": base64.StdEncoding.EncodeToString([]byte("x"))})
+	if ack := readJSON[map[string]any](t, p); ack["result"] != "ok" {
+		t.Fatalf("granted producer answered %v", ack)
+	}
+	if got := b.Messages("secured"); len(got) != 1 || string(got[0].Payload) != "x" {
+		t.Fatalf("stored %+v", got)
+	}
+}
+
+func TestWebSocketFramingAgainstGorilla(t *testing.T) {
+	b := testkit.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := dialWS(ctx, t, b.WebSocketURL()+"/ws/v2/producer/persistent/public/default/frames", nil)
+
+	// A ping is answered with a pong carrying its data.
+	pong := make(chan string, 1)
+	p.SetPongHandler(func(data string) error { pong <- data; return nil })
+	if err := p.WriteControl(websocket.PingMessage, []byte("are you there"), time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// gorilla fragments a message larger than its write buffer (4 KiB):
+	// the server reassembles it.
+	big := strings.Repeat("x", 100_000)
+	writeJSON(t, p, map[string]string{"payload": base64.StdEncoding.EncodeToString([]byte(big)), "context": "big"})
+	if ack := readJSON[map[string]any](t, p); ack["result"] != "ok" || ack["context"] != "big" {
+		t.Fatalf("fragmented message answered %v", ack)
+	}
+	select {
+	case data := <-pong:
+		if data != "are you there" {
+			t.Errorf("pong %q", data)
+		}
+	case <-ctx.Done():
+		t.Fatal("no pong")
+	}
+	if got := b.Messages("frames"); len(got) != 1 || string(got[0].Payload) != big {
+		t.Fatalf("stored %d messages", len(got))
+	}
+
+	// A message over webSocketMaxTextFrameSize (1 MiB) closes the session
+	// with 1009, as Jetty does.
+	huge := strings.Repeat("y", pws.DefaultMaxTextFrameSize+1)
+	if err := p.WriteMessage(websocket.TextMessage, []byte(huge)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := p.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.CloseMessageTooBig {
+		t.Fatalf("after a message too big: %v", err)
+	}
+
+	// A close from the client is answered with the same status.
+	c := dialWS(ctx, t, b.WebSocketURL()+"/ws/v2/consumer/persistent/public/default/frames/s", nil)
+	if err := c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "bye")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = c.ReadMessage()
+	if !errors.As(err, &ce) || ce.Code != websocket.CloseNormalClosure {
+		t.Fatalf("answer to a close: %v", err)
+	}
+}
+
+func TestNoGoroutineOutlivesAClosedWebSocketServer(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	b := broker.New()
+	if err := b.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	ws := pws.New(b)
+	var opts []admin.Option
+	for pattern, h := range ws.Routes() {
+		opts = append(opts, admin.WithHandler(pattern, h))
+	}
+	srv := httptest.NewServer(admin.New(b, opts...))
+	base := "ws" + strings.TrimPrefix(srv.URL, "http")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := dialWS(ctx, t, base+"/ws/v2/consumer/persistent/public/default/leak/s", nil)
+	p := dialWS(ctx, t, base+"/ws/v2/producer/persistent/public/default/leak", nil)
+	writeJSON(t, p, map[string]string{"payload": "eA=="})
+	readJSON[map[string]any](t, p)
+	readJSON[wsMessage](t, c) // delivered, never acked
+	_ = dialWS(ctx, t, base+"/ws/v2/reader/persistent/public/default/leak?messageId=earliest", nil)
+
+	ws.Close() // ends the sessions, with their internal producer, consumer and reader
+	_, _, err := c.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.CloseGoingAway {
+		t.Errorf("a session at the server's close: %v", err)
+	}
+	srv.Close()
+	c.Close()
+	p.Close()
+	b.Close()
+	// pulsar-client-go's producer leaves its send-timeout goroutine until
+	// its timer fires (the send timeout, 30 s, after the producer's
+	// creation); it then sees the producer closed and returns.
+	goleak.VerifyNone(t, before,
+		goleak.IgnoreTopFunction("github.com/apache/pulsar-client-go/pulsar.(*partitionProducer).failTimeoutMessages"))
+}
