@@ -193,6 +193,62 @@ func webSocketStory(t *testing.T, tg *scenarios.Target, admin string) []string {
 	sort.Strings(keys)
 	note("dead letter %s with %v", dm.Payload, keys)
 
+	// A batching producer: three messages in one batch; an Exclusive
+	// consumer's nack of one brings back every unacked message, count 0.
+	bc := wsDial(ctx, t, base+"/ws/v2/consumer/persistent/"+path+"-batch/sub?negativeAckRedeliveryDelay=0")
+	bp := wsDial(ctx, t, base+"/ws/v2/producer/persistent/"+path+"-batch?batchingEnabled=true&batchingMaxMessages=3&batchingMaxPublishDelay=1000")
+	for i := range 3 {
+		wsWrite(t, bp, fmt.Sprintf(`{"payload":"YmF0Y2g=","context":"b%d"}`, i))
+	}
+	for range 3 {
+		note("batched send -> %s", maskFrame(wsRead(t, bp)))
+	}
+	var batchIDs []string
+	for range 3 {
+		m := wsRead(t, bc)
+		note("batched push %s", maskFrame(m))
+		var pm struct{ MessageID string }
+		_ = json.Unmarshal(m, &pm)
+		batchIDs = append(batchIDs, pm.MessageID)
+	}
+	wsWrite(t, bc, `{"type":"negativeAcknowledge","messageId":"`+batchIDs[1]+`"}`)
+	for range 3 {
+		note("after an Exclusive nack %s", maskFrame(wsRead(t, bc)))
+	}
+	for _, id := range batchIDs {
+		wsWrite(t, bc, `{"messageId":"`+id+`"}`)
+	}
+
+	// A partitioned topic: keys route by the Java string hash, ids carry
+	// the partition.
+	req, _ := http.NewRequest(http.MethodPut, admin+"/admin/v2/persistent/"+path+"-part/partitions", strings.NewReader("2"))
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+		note("partitioned topic created: %d", resp.StatusCode)
+	}
+	pc := wsDial(ctx, t, base+"/ws/v2/consumer/persistent/"+path+"-part/sub")
+	pp := wsDial(ctx, t, base+"/ws/v2/producer/persistent/"+path+"-part")
+	for _, k := range []string{"a", "b", "c"} {
+		wsWrite(t, pp, `{"payload":"cGFydA==","key":"`+k+`","context":"`+k+`"}`)
+		note("partitioned send %s -> %s", k, maskFrame(wsRead(t, pp)))
+	}
+	var parts []string
+	for range 3 {
+		parts = append(parts, maskFrame(wsRead(t, pc)))
+	}
+	sort.Strings(parts)
+	note("partitioned pushes %v", parts)
+
+	// A non-persistent topic.
+	nc := wsDial(ctx, t, base+"/ws/v2/consumer/non-persistent/"+path+"-np/sub")
+	np := wsDial(ctx, t, base+"/ws/v2/producer/non-persistent/"+path+"-np")
+	wsWrite(t, np, `{"payload":"bnA=","context":"np"}`)
+	note("non-persistent send -> %s", maskFrame(wsRead(t, np)))
+	note("non-persistent push %s", maskFrame(wsRead(t, nc)))
+
 	// Bad frames: a consumer closes at a frame that is not JSON without a
 	// close frame, at an ack whose id is not base64 with 1011.
 	for _, f := range []string{`garbage`, `{"messageId":"!!!"}`, `{"type":"permit"}`} {
@@ -202,7 +258,7 @@ func webSocketStory(t *testing.T, tg *scenarios.Target, admin string) []string {
 	}
 
 	// The end of a terminated topic, once everything is acknowledged.
-	req, _ := http.NewRequest(http.MethodPost, admin+"/admin/v2/persistent/"+path+"/terminate", nil)
+	req, _ = http.NewRequest(http.MethodPost, admin+"/admin/v2/persistent/"+path+"/terminate", nil)
 	if resp, err := http.DefaultClient.Do(req); err != nil {
 		t.Fatal(err)
 	} else {

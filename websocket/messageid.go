@@ -40,16 +40,17 @@ func encodeID(id wireID) string {
 
 // producedID is the id of a message a WebSocket producer stored. The Java
 // client sends a batch of one message as a message outside a batch, so only
-// a batch of several gives its messages batch indexes. pulsar-client-go
-// numbers partitions from 0 on a topic without partitions too: partitioned
-// says whether the topic has them.
+// a batch of several gives its messages batch indexes, and its producer
+// knows no batch size (it writes 0, as Pulsar 4.0.8 answers).
+// pulsar-client-go numbers partitions from 0 on a topic without partitions
+// too: partitioned says whether the topic has them.
 func producedID(id pulsar.MessageID, partitioned bool) wireID {
 	w := wireID{ledger: id.LedgerID(), entry: id.EntryID(), partition: -1, batchIndex: -1}
 	if partitioned {
 		w.partition = id.PartitionIdx()
 	}
 	if id.BatchSize() > 1 {
-		w.batchIndex, w.batchSize = id.BatchIdx(), id.BatchSize()
+		w.batchIndex = id.BatchIdx()
 	}
 	return w
 }
