@@ -69,11 +69,26 @@ func webSocketStory(t *testing.T, tg *scenarios.Target, admin string) []string {
 		"/ws/v2/consumer/persistent/public/nosuch/t/s",
 		"/ws/v2/reader/persistent/" + path + "?messageId=zz",
 		"/ws/v2/nothing/persistent/" + path,
+		"/ws/v2/reader/persistent/" + path + "?receiverQueueSize=abc",
+		"/ws/v2/reader/persistent/" + path + "?receiverQueueSize=-5",
+		"/ws/v2/producer/persistent/public/default/",
+		"/ws/v2/producer/persistent/public",
+		"/ws/v2/producer/foo/public/default/t",
+		"/ws/v2/consumer/persistent/" + path + "/",
+		"/ws/v2/producer/persistent/" + path + "?encryptionKeys=a,b",
+		"/ws/v2/producer/persistent/" + path + "?batchingEnabled=true&batchingMaxMessages=x",
+		"/ws/v2/producer/persistent/" + path + "?batchingEnabled=false&batchingMaxMessages=x",
+		"/ws/v2/consumer/persistent/" + path + "/s?cryptoFailureAction=Bad",
 	} {
 		status, msg := refusal(ctx, t, base+p, "13")
 		note("refused %s: %d %s", maskPath(p, path), status, msg)
 	}
-	status, msg := refusal(ctx, t, base+"/ws/v2/producer/persistent/"+path, "8")
+	// A second consumer on an Exclusive subscription.
+	ex := wsDial(ctx, t, base+"/ws/v2/consumer/persistent/"+path+"/exclusive")
+	status, msg := refusal(ctx, t, base+"/ws/v2/consumer/persistent/"+path+"/exclusive", "13")
+	note("a second Exclusive consumer: %d %s", status, msg)
+	ex.Close()
+	status, msg = refusal(ctx, t, base+"/ws/v2/producer/persistent/"+path, "8")
 	note("version 8: %d %s", status, msg)
 	resp, err := http.Get(admin + "/ws/v2/producer/persistent/" + path)
 	if err != nil {

@@ -38,7 +38,7 @@ func (s *Server) newReader(w http.ResponseWriter, r *http.Request, ep endpoint, 
 		n, err := parseInt32(v)
 		if err != nil {
 			// Thrown before the handler's own error handling: Jetty answers.
-			httpError(w, r, readerServlet, http.StatusInternalServerError, err.Error())
+			httpError(w, r, readerServlet, http.StatusInternalServerError, "java.lang.NumberFormatException: "+err.Error())
 			return nil, err
 		}
 		queue = min(n, 1000)

@@ -132,8 +132,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ep, err := parsePath(kind, path)
-	if err == nil {
-		ep.servlet = servlet
+	ep.servlet = servlet
+	var pe *pathError
+	if errors.As(err, &pe) {
+		httpError(w, r, servlet, http.StatusInternalServerError, pe.Error())
+		return
 	}
 	var ss *session
 	switch kind {
@@ -175,11 +178,13 @@ func servletOf(path string) (kind, servlet string) {
 // parsePath reads a topic (and a consumer's subscription) from a path, as
 // Pulsar's handlers read it: /ws/v2/{kind}/{domain}/{tenant}/{ns}/{topic}
 // (a consumer's with /{subscription}), or the v1 form with a cluster,
-// /ws/{kind}/{domain}/{tenant}/{cluster}/{ns}/{topic}.
+// /ws/{kind}/{domain}/{tenant}/{cluster}/{ns}/{topic}. A topic that does
+// not parse is a *pathError (Pulsar's handler constructor throws, and
+// Jetty answers 500); a consumer's bad subscription part a *paramError.
 func parsePath(kind, path string) (endpoint, error) {
 	parts := strings.Split(path, "/")
 	if len(parts) < 8 {
-		return endpoint{}, badParam("Invalid topic name format")
+		return endpoint{}, &pathError{"Invalid topic name format"}
 	}
 	v2 := parts[2] == "v2"
 	domainAt := 3
@@ -188,18 +193,11 @@ func parsePath(kind, path string) (endpoint, error) {
 	}
 	domain := parts[domainAt]
 	if domain != "persistent" && domain != "non-persistent" {
-		return endpoint{}, badParam("null")
+		return endpoint{}, &pathError{}
 	}
 	ep := endpoint{kind: kind}
 	end := len(parts)
 	if kind == "consumer" {
-		if len(parts) != 9 {
-			return endpoint{}, badParam("Invalid topic name format")
-		}
-		if parts[8] == "" {
-			return endpoint{}, badParam("Empty subscription name")
-		}
-		ep.subscription = unescape(parts[8])
 		end--
 	}
 	var ns string
@@ -209,17 +207,43 @@ func parsePath(kind, path string) (endpoint, error) {
 		ns = parts[4] + "/" + parts[5] + "/" + parts[6]
 	}
 	local := parts[7]
-	for _, p := range parts[8:end] {
+	for _, p := range parts[8:max(end, 8)] {
 		if p != "" {
 			local += "/" + p
 		}
 	}
-	tn, err := broker.ParseTopicName(domain + "://" + ns + "/" + unescape(local))
+	local = unescape(local)
+	name := domain + "://" + ns + "/" + local
+	if local == "" {
+		return endpoint{}, &pathError{"Invalid topic name: " + name + ". Topic local name must not be blank."}
+	}
+	tn, err := broker.ParseTopicName(name)
 	if err != nil {
-		return endpoint{}, badParam("%s", err.Error())
+		return endpoint{}, &pathError{err.Error()}
 	}
 	ep.topic = tn
+	if kind == "consumer" {
+		if len(parts) != 9 {
+			return endpoint{}, badParam("Invalid topic name format")
+		}
+		if parts[8] == "" {
+			return endpoint{}, badParam("Empty subscription name")
+		}
+		ep.subscription = unescape(parts[8])
+	}
 	return ep, nil
+}
+
+// pathError is a path whose topic Pulsar's TopicName refuses: an
+// IllegalArgumentException thrown before the handler's own error handling,
+// which Jetty answers with 500 and the exception.
+type pathError struct{ msg string }
+
+func (e *pathError) Error() string {
+	if e.msg == "" {
+		return "java.lang.IllegalArgumentException"
+	}
+	return "java.lang.IllegalArgumentException: " + e.msg
 }
 
 // unescape decodes a path segment as Pulsar's Codec.decode does (URL
