@@ -81,7 +81,13 @@ func run(args []string) error {
 	serveWS := fs.Bool("websocket", true,
 		"webSocketServiceEnabled: serve Pulsar's WebSocket API at /ws/ on the admin HTTP port")
 	wsToken := fs.String("websocket-token", "",
-		"brokerClientAuthenticationParameters of the WebSocket API's internal client: a token the broker accepts (under authentication)")
+		"a token the WebSocket API's internal client presents to the broker, needed under authentication (its role should be a super-user's)")
+	wsPing := fs.Int("websocket-ping-seconds", 0,
+		"webSocketPingDurationSeconds: ping every WebSocket session this often (0 or less: never)")
+	wsIdle := fs.Int("websocket-idle-timeout-ms", int(websocket.DefaultIdleTimeout/time.Millisecond),
+		"webSocketSessionIdleTimeoutMillis: close a WebSocket session that sent nothing for this long (0: never)")
+	wsMaxFrame := fs.Int("websocket-max-text-frame-size", websocket.DefaultMaxTextFrameSize,
+		"webSocketMaxTextFrameSize: the largest message a WebSocket session may send, in bytes")
 	viewHistory := fs.Int("view-history", view.DefaultHistoryLimit,
 		"the number of newest broker events the web view keeps for its pictures of message lives")
 	verbose := fs.Bool("v", false, "log every connection event")
@@ -187,7 +193,11 @@ func run(args []string) error {
 	}
 	var ws *websocket.Server
 	if *serveWS && *httpAddr != "" {
-		var wsOpts []websocket.Option
+		wsOpts := []websocket.Option{websocket.WithIdleTimeout(time.Duration(*wsIdle) * time.Millisecond),
+			websocket.WithMaxTextFrameSize(*wsMaxFrame)}
+		if *wsPing > 0 {
+			wsOpts = append(wsOpts, websocket.WithPingInterval(time.Duration(*wsPing)*time.Second))
+		}
 		if *wsToken != "" {
 			token := *wsToken
 			wsOpts = append(wsOpts, websocket.WithClientOptions(func(o *pulsar.ClientOptions) {
@@ -195,6 +205,9 @@ func run(args []string) error {
 			}))
 		}
 		ws = websocket.New(b, wsOpts...)
+		if len(listeners) > 0 {
+			logger.Info("pulsarsim WebSocket API", "url", "ws://"+listeners[0].Addr().String()+"/ws/v2/")
+		}
 		for pattern, h := range ws.Routes() {
 			adminOpts = append(adminOpts, admin.WithHandler(pattern, h))
 		}
