@@ -70,6 +70,7 @@ func (s *Server) newReader(w http.ResponseWriter, r *http.Request, ep endpoint, 
 			opts.StartMessageID = id
 		}
 	}
+	opts.Name = randomName(5) // the Java client names its consumers so
 	if v, ok := q["readerName"]; ok {
 		opts.Name = v
 	}
