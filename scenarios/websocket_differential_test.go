@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -263,6 +264,30 @@ func webSocketStory(t *testing.T, tg *scenarios.Target, admin string) []string {
 	wsWrite(t, np, `{"payload":"bnA=","context":"np"}`)
 	note("non-persistent send -> %s", maskFrame(wsRead(t, np)))
 	note("non-persistent push %s", maskFrame(wsRead(t, nc)))
+
+	// Client-side encryption: the producer stores what the client
+	// encrypted with its keys and parameter; a consumer with CONSUME gets
+	// it with its encryption context, one with FAIL (the default) never
+	// gets it, a reader with CONSUME gets it without the context.
+	encKeys := base64.StdEncoding.EncodeToString([]byte(`{"mykey":{"keyValue":"AQID","metadata":{"k":"v"}}}`))
+	ec := wsDial(ctx, t, base+"/ws/v2/consumer/persistent/"+path+"-enc/c?cryptoFailureAction=CONSUME")
+	ef := wsDial(ctx, t, base+"/ws/v2/consumer/persistent/"+path+"-enc/f")
+	ep := wsDial(ctx, t, base+"/ws/v2/producer/persistent/"+path+"-enc?encryptionKeys="+url.QueryEscape(encKeys))
+	for _, f := range []string{
+		`{"payload":"Y2lwaGVy","encryptionParam":"cGFyYW0=","context":"e1"}`,
+		`{"payload":"Y2lwaGVy","compressionType":"LZ4","context":"e2"}`,
+		`{"payload":"Y2lwaGVy","encryptionParam":"!!","context":"e3"}`,
+	} {
+		wsWrite(t, ep, f)
+		note("encrypted send %s -> %s", f, maskFrame(wsRead(t, ep)))
+	}
+	note("CONSUME push %s", maskFrame(wsRead(t, ec)))
+	plain := wsDial(ctx, t, base+"/ws/v2/producer/persistent/"+path+"-enc")
+	wsWrite(t, plain, `{"payload":"cGxhaW4=","context":"plain"}`)
+	wsRead(t, plain)
+	note("FAIL push (the encrypted one skipped) %s", maskFrame(wsRead(t, ef)))
+	er := wsDial(ctx, t, base+"/ws/v2/reader/persistent/"+path+"-enc?messageId=earliest&cryptoFailureAction=CONSUME")
+	note("CONSUME reader %s", maskFrame(wsRead(t, er)))
 
 	// Bad frames: a consumer closes at a frame that is not JSON without a
 	// close frame, at an ack whose id is not base64 with 1011.

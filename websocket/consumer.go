@@ -57,7 +57,10 @@ type consumerMessage struct {
 	PublishTime     string            `json:"publishTime"`
 	RedeliveryCount uint32            `json:"redeliveryCount"`
 	EventTime       string            `json:"eventTime,omitempty"`
-	Key             string            `json:"key,omitempty"`
+	// EncryptionContext is set on an encrypted message a consumer (not a
+	// reader) gets with cryptoFailureAction=CONSUME.
+	EncryptionContext *encryptionContextJSON `json:"encryptionContext,omitempty"`
+	Key               string                 `json:"key,omitempty"`
 }
 
 // consumerCommand is a frame a consumer or reader sends (Pulsar's
@@ -82,6 +85,7 @@ type consumerConfig struct {
 	dlqTopic   string // with maxRedeliv
 	pull       bool
 	maxPending int
+	crypto     cryptoFailure
 }
 
 // readConsumerConfig reads a consumer's query parameters, in the order
@@ -191,6 +195,8 @@ func readConsumerConfig(q map[string]string, ep endpoint) (consumerConfig, error
 		}
 		c.maxRedeliv = max
 	}
+	c.crypto = readCryptoFailure(q)
+	c.opts.Decryption = consumeEncrypted()
 	if c.opts.Name == "" {
 		c.opts.Name = randomName(5)
 	}
@@ -297,13 +303,29 @@ func (cs *consumerSession) pump() {
 		if err != nil {
 			return
 		}
+		if encrypted(msg) && cs.cfg.crypto != cryptoConsume {
+			// The Java client cannot decrypt it (no key reader): DISCARD
+			// acknowledges it; FAIL leaves it undelivered, tracked by the
+			// ack timeout when there is one.
+			if cs.cfg.crypto == cryptoDiscard {
+				_ = cs.consumer.Ack(msg)
+			} else if cs.cfg.ackTimeout > 0 {
+				cs.mu.Lock()
+				cs.held["undecryptable:"+encodeID(consumedID(msg, false))] = &heldMessage{msg: msg,
+					timeoutAt: time.Now().Add(cs.cfg.ackTimeout)}
+				cs.mu.Unlock()
+				cs.signal(cs.rearm)
+			}
+			continue
+		}
 		if cs.cfg.maxRedeliv > 0 && int(msg.RedeliveryCount()) > cs.cfg.maxRedeliv {
 			// Delivered again past the limit (a redelivery already under
 			// way): the Java client moves it aside unseen.
 			cs.deadLetter(msg)
 			continue
 		}
-		id := encodeID(consumedID(msg, cs.batched(msg)))
+		batched := cs.batched(msg)
+		id := encodeID(consumedID(msg, batched))
 		cs.mu.Lock()
 		h := &heldMessage{msg: msg}
 		if cs.cfg.ackTimeout > 0 {
@@ -315,7 +337,9 @@ func (cs *consumerSession) pump() {
 		if h.timeoutAt != (time.Time{}) {
 			cs.signal(cs.rearm)
 		}
-		if cs.send(pushed(msg, id)) != nil {
+		frame := pushed(msg, id)
+		frame.EncryptionContext = encryptionContext(msg, batched)
+		if cs.send(frame) != nil {
 			return
 		}
 	}

@@ -30,6 +30,10 @@ type producerMessage struct {
 	EventTime           *string           `json:"eventTime"`
 	DeliverAt           int64             `json:"deliverAt"`
 	DeliverAfterMs      int64             `json:"deliverAfterMs"`
+	// The client-side encryption fields.
+	EncryptionParam         *string `json:"encryptionParam"`
+	CompressionType         *string `json:"compressionType"`
+	UncompressedMessageSize *int    `json:"uncompressedMessageSize"`
 }
 
 // producerAck answers one message (Pulsar's ProducerAck: its two number
@@ -102,10 +106,21 @@ func producerConfig(q map[string]string, topic string) (pulsar.ProducerOptions, 
 	}
 	o.MessageRouter = router(roundRobin, o.HashingScheme)
 	if v, ok := q["encryptionKeys"]; ok {
-		// Without a cryptoKeyReaderFactoryClassName (pulsarsim has none)
-		// Pulsar fails here for keys named by a list.
-		_ = v
-		return o, nil, errNoCryptoKeyReader
+		keys, err := clientSideKeys(v)
+		if err != nil {
+			return o, nil, err
+		}
+		if keys != nil {
+			// The client encrypts: no batching, no compression, and a
+			// crypto that only writes the keys into the metadata.
+			names := make([]string, 0, len(keys))
+			for name := range keys {
+				names = append(names, name)
+			}
+			o.Encryption = &pulsar.ProducerEncryptionInfo{Keys: names, KeyReader: noKeys{},
+				MessageCrypto: &passThroughCrypto{keys: keys, params: map[string][][]byte{}}}
+			return o, initialSeq, nil
+		}
 	}
 	if v, ok := q["batchingEnabled"]; ok && strings.EqualFold(v, "true") {
 		o.DisableBatching = false
@@ -151,6 +166,11 @@ func producerConfig(q map[string]string, topic string) (pulsar.ProducerOptions, 
 		default:
 			return o, nil, badParam("Invalid compressionType %s", v)
 		}
+	}
+	if _, ok := q["encryptionKeys"]; ok {
+		// Key names: without a cryptoKeyReaderFactoryClassName (pulsarsim
+		// has none) Pulsar fails here.
+		return o, nil, errNoCryptoKeyReader
 	}
 	return o, initialSeq, nil
 }
@@ -231,6 +251,9 @@ func (s *Server) newProducer(w http.ResponseWriter, r *http.Request, ep endpoint
 		}
 	}
 	ps := &producerSession{session: newSession(s), producer: producer, partitioned: partitioned}
+	if opts.Encryption != nil {
+		ps.crypto = opts.Encryption.MessageCrypto.(*passThroughCrypto)
+	}
 	if initialSeq != nil {
 		ps.nextSeq = *initialSeq + 1
 		ps.setSeq = true
@@ -260,6 +283,7 @@ type producerSession struct {
 	*session
 	producer    pulsar.Producer
 	partitioned bool
+	crypto      *passThroughCrypto // with client-side encryption
 
 	mu      sync.Mutex
 	setSeq  bool
@@ -301,6 +325,9 @@ func (ps *producerSession) handle(data []byte) {
 	if req.DeliverAfterMs > 0 {
 		msg.DeliverAfter = time.Duration(req.DeliverAfterMs) * time.Millisecond
 	}
+	if ps.crypto != nil && !ps.encryptionFields(&req, payload) {
+		return
+	}
 	ps.mu.Lock()
 	if ps.setSeq {
 		seq := ps.nextSeq
@@ -319,4 +346,36 @@ func (ps *producerSession) handle(data []byte) {
 		}
 		_ = ps.send(producerAck{Result: "ok", MessageID: encodeID(producedID(id, ps.partitioned)), Context: reqCtx})
 	})
+}
+
+// encryptionFields checks a client-side encrypted message's fields as
+// ProducerHandler does, answering a refusal itself, and records its
+// encryption parameter for the crypto.
+func (ps *producerSession) encryptionFields(req *producerMessage, payload []byte) bool {
+	var param []byte
+	if req.EncryptionParam != nil && strings.TrimSpace(*req.EncryptionParam) != "" {
+		p, err := decodeBase64(*req.EncryptionParam)
+		if err != nil {
+			_ = ps.send(sendError(errPayloadEncoded, "Invalid Base64 encryptionParam error="+err.Error(), req.Context))
+			return false
+		}
+		param = p
+	}
+	none := req.CompressionType == nil || *req.CompressionType == "NONE"
+	switch {
+	case req.CompressionType != nil && req.UncompressedMessageSize != nil:
+		if !none || *req.UncompressedMessageSize != len(payload) {
+			// pulsar-client-go writes the compression and the uncompressed
+			// size itself.
+			_ = ps.send(sendError(errUnknown, "pulsarsim cannot mark a client-side encrypted message as compressed", req.Context))
+			return false
+		}
+	case none && req.UncompressedMessageSize == nil:
+	default:
+		_ = ps.send(sendError(errPayloadEncoded,
+			"the params compressionType and uncompressedMessageSize should both empty or both non-empty", req.Context))
+		return false
+	}
+	ps.crypto.expect(payload, param)
+	return true
 }

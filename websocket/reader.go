@@ -23,6 +23,7 @@ type readerSession struct {
 	subscription string
 	maxPending   int
 	credits      chan struct{} // one token per message the reader may push
+	crypto       cryptoFailure
 }
 
 // newReader checks a reader request and creates its reader; it answers a
@@ -48,7 +49,7 @@ func (s *Server) newReader(w http.ResponseWriter, r *http.Request, ep endpoint, 
 	}
 	sub := "reader-" + randomName(10)
 	opts := pulsar.ReaderOptions{Topic: ep.topic.String(), StartMessageID: pulsar.LatestMessageID(),
-		ReceiverQueueSize: int(queue), SubscriptionName: sub}
+		ReceiverQueueSize: int(queue), SubscriptionName: sub, Decryption: consumeEncrypted()}
 	if queue < 0 {
 		refuse(w, r, ep, errors.New("receiverQueueSize needs to be >= 0"))
 		return nil, nil
@@ -85,7 +86,7 @@ func (s *Server) newReader(w http.ResponseWriter, r *http.Request, ep endpoint, 
 		return nil, err
 	}
 	rs := &readerSession{session: newSession(s), reader: reader, topic: ep.topic, subscription: sub,
-		maxPending: max(int(queue), 1)}
+		maxPending: max(int(queue), 1), crypto: readCryptoFailure(q)}
 	rs.credits = make(chan struct{}, rs.maxPending)
 	for range rs.maxPending {
 		rs.credits <- struct{}{}
@@ -107,6 +108,12 @@ func (rs *readerSession) pump() {
 		msg, err := rs.reader.Next(rs.ctx)
 		if err != nil {
 			return
+		}
+		for encrypted(msg) && rs.crypto != cryptoConsume {
+			// Undecryptable: skipped (a reader acknowledges nothing).
+			if msg, err = rs.reader.Next(rs.ctx); err != nil {
+				return
+			}
 		}
 		if rs.send(pushed(msg, encodeID(consumedID(msg, isBatched(rs.srv.b, msg))))) != nil {
 			return
