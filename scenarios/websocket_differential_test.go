@@ -289,6 +289,31 @@ func webSocketStory(t *testing.T, tg *scenarios.Target, admin string) []string {
 	er := wsDial(ctx, t, base+"/ws/v2/reader/persistent/"+path+"-enc?messageId=earliest&cryptoFailureAction=CONSUME")
 	note("CONSUME reader %s", maskFrame(wsRead(t, er)))
 
+	// Unsubscribe: alone on its subscription, it goes (the session stays
+	// open); beside another consumer it fails, and the connection closes.
+	subsOf := func(topicPath string) string {
+		resp, err := http.Get(admin + "/admin/v2/persistent/" + topicPath + "/subscriptions")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var subs []string
+		_ = json.NewDecoder(resp.Body).Decode(&subs)
+		sort.Strings(subs)
+		return fmt.Sprint(subs)
+	}
+	u1 := wsDial(ctx, t, base+"/ws/v2/consumer/persistent/"+path+"-unsub/alone")
+	u2 := wsDial(ctx, t, base+"/ws/v2/consumer/persistent/"+path+"-unsub/shared?subscriptionType=Shared")
+	_ = wsDial(ctx, t, base+"/ws/v2/consumer/persistent/"+path+"-unsub/shared?subscriptionType=Shared")
+	note("subscriptions before: %s", subsOf(path+"-unsub"))
+	wsWrite(t, u1, `{"type":"unsubscribe"}`)
+	wsWrite(t, u1, `{"type":"isEndOfTopic"}`)
+	answer := wsRead(t, u1) // frames are handled in order: the unsubscribe is done
+	note("after an unsubscribe alone the session answers %s; subscriptions %s", answer, subsOf(path+"-unsub"))
+	wsWrite(t, u2, `{"type":"unsubscribe"}`)
+	note("an unsubscribe beside another consumer: %s", closeOf(u2))
+	note("subscriptions after: %s", subsOf(path+"-unsub"))
+
 	// Bad frames: a consumer closes at a frame that is not JSON without a
 	// close frame, at an ack whose id is not base64 with 1011.
 	for _, f := range []string{`garbage`, `{"messageId":"!!!"}`, `{"type":"permit"}`} {
