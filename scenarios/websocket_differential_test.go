@@ -289,6 +289,21 @@ func webSocketStory(t *testing.T, tg *scenarios.Target, admin string) []string {
 	er := wsDial(ctx, t, base+"/ws/v2/reader/persistent/"+path+"-enc?messageId=earliest&cryptoFailureAction=CONSUME")
 	note("CONSUME reader %s", maskFrame(wsRead(t, er)))
 
+	// Pull mode: only permitted messages are pushed; acks permit nothing.
+	pull := wsDial(ctx, t, base+"/ws/v2/consumer/persistent/"+path+"/pull?pullMode=true&subscriptionInitialPosition=Earliest")
+	wsWrite(t, pull, `{"type":"permit","permitMessages":2}`)
+	for range 2 {
+		m := wsRead(t, pull)
+		note("pull push %s", maskFrame(m))
+		var pm struct{ MessageID string }
+		_ = json.Unmarshal(m, &pm)
+		wsWrite(t, pull, `{"messageId":"`+pm.MessageID+`"}`)
+	}
+	wsWrite(t, pull, `{"type":"isEndOfTopic"}`)
+	note("pull, two acked, then %s", wsRead(t, pull))
+	wsWrite(t, pull, `{"type":"permit","permitMessages":1}`)
+	note("pull push after one more permit %s", maskFrame(wsRead(t, pull)))
+
 	// Unsubscribe: alone on its subscription, it goes (the session stays
 	// open); beside another consumer it fails, and the connection closes.
 	subsOf := func(topicPath string) string {
