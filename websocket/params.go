@@ -38,8 +38,9 @@ func parseInt32(s string) (int32, error) {
 	return int32(n), nil
 }
 
-// urlPathUnescape decodes %XX escapes.
-func urlPathUnescape(s string) (string, error) { return url.PathUnescape(s) }
+// urlDecode decodes as Java's URLDecoder (Pulsar's Codec.decode): %XX
+// escapes, and + for a space.
+func urlDecode(s string) (string, error) { return url.QueryUnescape(s) }
 
 // decodeBase64 decodes as Java's basic Base64 decoder: the standard
 // alphabet, padding optional, and its messages for what it refuses.

@@ -249,7 +249,7 @@ func (e *pathError) Error() string {
 // unescape decodes a path segment as Pulsar's Codec.decode does (URL
 // decoding; a segment that does not decode stays as it is).
 func unescape(s string) string {
-	out, err := urlPathUnescape(s)
+	out, err := urlDecode(s)
 	if err != nil {
 		return s
 	}

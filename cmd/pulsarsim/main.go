@@ -223,15 +223,16 @@ func run(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	onShutdown := func() {
-		if web != nil {
-			web.Close()
-		}
-		if ws != nil {
-			ws.Close()
-		}
+	var onShutdown func()
+	if web != nil {
+		onShutdown = web.Close
 	}
 	err = serveAdmin(ctx, logger, httpHandler, onShutdown, listeners...)
+	if ws != nil {
+		// Its sessions are hijacked connections, which the HTTP servers'
+		// shutdown leaves alone: they end here, with 1001, before the broker.
+		ws.Close()
+	}
 	if err == nil {
 		logger.Info("pulsarsim stopping")
 	}
