@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -43,6 +44,10 @@ const (
 	closeTooBig        = 1009
 	closeServerError   = 1011
 )
+
+// errIdle is what a read returns once the connection has been idle
+// (nothing read or written) for its idle timeout.
+var errIdle = errors.New("websocket: idle timeout")
 
 // closeError is what a read returns once the peer closed the WebSocket (or
 // the server had to): the status code and reason of the close frame.
@@ -89,15 +94,28 @@ func handshakeError(r *http.Request) string {
 type conn struct {
 	nc      net.Conn
 	br      *bufio.Reader
-	maxSize int // the largest message read, in bytes
+	maxSize int           // the largest message read, in bytes
+	idle    time.Duration // the idle timeout, 0 for none
 
 	wmu    sync.Mutex // serializes frame writes
 	closed bool       // a close frame was sent; under wmu
+
+	// lastActive is when a frame was last read or written (Unix
+	// nanoseconds): the idle timeout counts from it, as Jetty's does.
+	lastActive atomic.Int64
+}
+
+// touch records activity now.
+func (c *conn) touch() { c.lastActive.Store(time.Now().UnixNano()) }
+
+// idleFor returns how long the connection has been without activity.
+func (c *conn) idleFor() time.Duration {
+	return time.Duration(time.Now().UnixNano() - c.lastActive.Load())
 }
 
 // upgrade answers r's opening handshake with 101 and takes over its
 // connection. The caller checked the handshake (handshakeError).
-func upgrade(w http.ResponseWriter, r *http.Request, maxSize int) (*conn, error) {
+func upgrade(w http.ResponseWriter, r *http.Request, maxSize int, idle time.Duration) (*conn, error) {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		return nil, errors.New("websocket: the response cannot be hijacked")
@@ -117,7 +135,9 @@ func upgrade(w http.ResponseWriter, r *http.Request, maxSize int) (*conn, error)
 		nc.Close()
 		return nil, err
 	}
-	return &conn{nc: nc, br: rw.Reader, maxSize: maxSize}, nil
+	c := &conn{nc: nc, br: rw.Reader, maxSize: maxSize, idle: idle}
+	c.touch()
+	return c, nil
 }
 
 // readMessage returns the next text or binary message. It answers pings,
@@ -127,6 +147,12 @@ func upgrade(w http.ResponseWriter, r *http.Request, maxSize int) (*conn, error)
 func (c *conn) readMessage() (op int, msg []byte, err error) {
 	op = -1
 	for {
+		if ok, idle := c.waitFrame(c.idle); !ok {
+			if idle {
+				return 0, nil, errIdle
+			}
+			return 0, nil, io.ErrUnexpectedEOF
+		}
 		fin, fop, payload, err := c.readFrame()
 		if err != nil {
 			return 0, nil, err
@@ -238,6 +264,7 @@ func (c *conn) readFrame() (fin bool, op int, payload []byte, err error) {
 	for i := range payload {
 		payload[i] ^= mask[i%4]
 	}
+	c.touch()
 	return fin, op, payload, nil
 }
 
@@ -289,6 +316,9 @@ func (c *conn) writeFrameLocked(op int, payload []byte) error {
 	}
 	_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
 	_, err := c.nc.Write(append(hdr, payload...))
+	if err == nil {
+		c.touch()
+	}
 	return err
 }
 
@@ -298,3 +328,29 @@ const writeTimeout = 30 * time.Second
 
 // close closes the connection (after a close frame, when one was sent).
 func (c *conn) close() error { return c.nc.Close() }
+
+// waitFrame waits until the next frame's first byte arrives, or the
+// connection has been idle (nothing read or written) for idle; it returns
+// false then, or when the connection broke. idle 0 waits for ever.
+func (c *conn) waitFrame(idle time.Duration) (ok, timedOut bool) {
+	for {
+		if idle > 0 {
+			_ = c.nc.SetReadDeadline(time.Unix(0, c.lastActive.Load()).Add(idle))
+		}
+		_, err := c.br.Peek(1)
+		if err == nil {
+			if idle > 0 {
+				// A frame that stalls halfway for idle ends the session.
+				_ = c.nc.SetReadDeadline(time.Now().Add(idle))
+			}
+			return true, false
+		}
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			return false, false
+		}
+		if c.idleFor() >= idle {
+			return false, true
+		}
+	}
+}

@@ -155,7 +155,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, r, servlet, http.StatusBadRequest, msg)
 		return
 	}
-	c, err := upgrade(w, r, s.maxFrame)
+	c, err := upgrade(w, r, s.maxFrame, s.idleTimeout)
 	if err != nil {
 		ss.release()
 		return

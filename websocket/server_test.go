@@ -147,3 +147,84 @@ func TestNoGoroutineOutlivesAClosedWebSocketServer(t *testing.T) {
 	goleak.VerifyNone(t, before,
 		goleak.IgnoreTopFunction("github.com/apache/pulsar-client-go/pulsar.(*partitionProducer).failTimeoutMessages"))
 }
+
+// serveWS serves b's admin API with a WebSocket server configured by opts,
+// and returns the WebSocket base URL.
+func serveWS(t *testing.T, b *broker.Broker, opts ...pws.Option) string {
+	t.Helper()
+	ws := pws.New(b, opts...)
+	var aopts []admin.Option
+	for pattern, h := range ws.Routes() {
+		aopts = append(aopts, admin.WithHandler(pattern, h))
+	}
+	srv := httptest.NewServer(admin.New(b, aopts...))
+	t.Cleanup(func() {
+		ws.Close()
+		srv.Close()
+	})
+	return "ws" + strings.TrimPrefix(srv.URL, "http")
+}
+
+func startBroker(t *testing.T) *broker.Broker {
+	t.Helper()
+	b := broker.New()
+	if err := b.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// Seen on Pulsar 4.0.8 with webSocketSessionIdleTimeoutMillis=2000: a
+// session with nothing read or written for that long closes with 1001 and
+// Jetty's TimeoutException text; the server's pings
+// (webSocketPingDurationSeconds) count as activity and keep it open.
+func TestWebSocketIdleSessionClosesWithJettysReason(t *testing.T) {
+	b := startBroker(t)
+	base := serveWS(t, b, pws.WithIdleTimeout(300*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := dialWS(ctx, t, base+"/ws/v2/consumer/persistent/public/default/idle/s", nil)
+	_, _, err := c.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.CloseGoingAway ||
+		!strings.HasPrefix(ce.Text, "java.util.concurrent.TimeoutException: Idle timeout expired: ") ||
+		!strings.HasSuffix(ce.Text, "/300 ms") {
+		t.Fatalf("an idle session ended with %v", err)
+	}
+}
+
+func TestWebSocketPingsKeepASessionOpenPastTheIdleTimeout(t *testing.T) {
+	b := startBroker(t)
+	base := serveWS(t, b, pws.WithIdleTimeout(200*time.Millisecond), pws.WithPingInterval(50*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := dialWS(ctx, t, base+"/ws/v2/consumer/persistent/public/default/pinged/s", nil)
+	pings := make(chan string, 16)
+	c.SetPingHandler(func(data string) error {
+		pings <- data
+		return c.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+	})
+	ended := make(chan error, 1)
+	go func() { // runs the ping handler; returns when the session ends
+		_, _, err := c.ReadMessage()
+		ended <- err
+	}()
+	for i := range 8 {
+		select {
+		case d := <-pings:
+			if d != "PING" {
+				t.Fatalf("ping %d carries %q", i, d)
+			}
+		case <-ctx.Done():
+			t.Fatalf("after %d pings the session went quiet", i)
+		}
+	}
+	// Eight pings, 350 ms at least, past the 200 ms idle timeout, came
+	// from a session still open (an ended one pings no more).
+	select {
+	case err := <-ended:
+		t.Fatalf("the session ended: %v", err)
+	default:
+	}
+}

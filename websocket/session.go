@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -119,15 +119,13 @@ func (s *Server) run(ss *session, c *conn) {
 		})
 	}
 	for {
-		if s.idleTimeout > 0 {
-			_ = c.nc.SetReadDeadline(time.Now().Add(s.idleTimeout))
-		}
 		op, msg, err := c.readMessage()
+		if errors.Is(err, errIdle) {
+			// Jetty's words, with the time idle and the timeout.
+			ss.end(closeGoingAway, fmt.Sprintf("java.util.concurrent.TimeoutException: Idle timeout expired: %d/%d ms",
+				c.idleFor().Milliseconds(), s.idleTimeout.Milliseconds()))
+		}
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				ss.end(closeGoingAway, "Connection Idle Timeout")
-			}
 			break
 		}
 		if op == opText {
