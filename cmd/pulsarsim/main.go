@@ -78,8 +78,8 @@ func run(args []string) error {
 	handshakeTimeout := fs.Duration("handshake-timeout", 0,
 		"close a connection whose handshake is not done by then (0: the keep-alive interval, 30s, as Pulsar)")
 	serveView := fs.Bool("view", true, "serve the web view at /view/ on the admin HTTP port")
-	serveWS := fs.Bool("websocket", true,
-		"webSocketServiceEnabled: serve Pulsar's WebSocket API at /ws/ on the admin HTTP port")
+	serveWS := fs.Bool("websocket", false,
+		"webSocketServiceEnabled: serve Pulsar's WebSocket API at /ws/ on the admin HTTP port (a standalone's default: off)")
 	wsToken := fs.String("websocket-token", "",
 		"a token the WebSocket API's internal client presents to the broker, needed under authentication (its role should be a super-user's)")
 	wsPing := fs.Int("websocket-ping-seconds", 0,

@@ -91,7 +91,7 @@ func TestStandaloneLogsTheWebViewURLAndServesIt(t *testing.T) {
 var wsLine = regexp.MustCompile(`msg="pulsarsim WebSocket API" url=(\S+)`)
 
 func TestStandaloneServesTheWebSocketAPIAndStopsWithASessionOpen(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "--", "-addr", "127.0.0.1:0", "-http", "127.0.0.1:0")
+	cmd := exec.Command(os.Args[0], "--", "-addr", "127.0.0.1:0", "-http", "127.0.0.1:0", "-websocket")
 	cmd.Env = append(os.Environ(), asStandalone+"=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
