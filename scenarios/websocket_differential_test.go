@@ -289,6 +289,21 @@ func webSocketStory(t *testing.T, tg *scenarios.Target, admin string) []string {
 	er := wsDial(ctx, t, base+"/ws/v2/reader/persistent/"+path+"-enc?messageId=earliest&cryptoFailureAction=CONSUME")
 	note("CONSUME reader %s", maskFrame(wsRead(t, er)))
 
+	// Delayed delivery on Shared: the delayed message comes after the one
+	// sent later without a delay.
+	dc := wsDial(ctx, t, base+"/ws/v2/consumer/persistent/"+path+"-delay/s?subscriptionType=Shared")
+	dp := wsDial(ctx, t, base+"/ws/v2/producer/persistent/"+path+"-delay")
+	wsWrite(t, dp, `{"payload":"bGF0ZXI=","deliverAfterMs":1500,"context":"later"}`)
+	wsWrite(t, dp, `{"payload":"bm93","context":"now"}`)
+	for range 2 {
+		note("delayed send -> %s", maskFrame(wsRead(t, dp)))
+	}
+	for range 2 {
+		var m struct{ Payload string }
+		_ = json.Unmarshal(wsRead(t, dc), &m)
+		note("delayed push %s", m.Payload)
+	}
+
 	// Pull mode: only permitted messages are pushed; acks permit nothing.
 	pull := wsDial(ctx, t, base+"/ws/v2/consumer/persistent/"+path+"/pull?pullMode=true&subscriptionInitialPosition=Earliest")
 	wsWrite(t, pull, `{"type":"permit","permitMessages":2}`)

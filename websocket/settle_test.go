@@ -284,3 +284,29 @@ func TestWebSocketReaderReadsFromEarliestAndSeesTheEndOfATerminatedTopic(t *test
 		t.Fatalf("reader from the first id read %q", m.text(t))
 	}
 }
+
+func TestWebSocketDeliverAtWaitsForTheBrokerClock(t *testing.T) {
+	b := testkit.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := dialWS(ctx, t, b.WebSocketURL()+"/ws/v2/consumer/persistent/public/default/ws-delayed/s?subscriptionType=Shared", nil)
+	p := dialWS(ctx, t, b.WebSocketURL()+"/ws/v2/producer/persistent/public/default/ws-delayed", nil)
+	at := b.Clock().Now().Add(time.Hour)
+	writeJSON(t, p, map[string]any{"payload": base64.StdEncoding.EncodeToString([]byte("later")), "deliverAt": at.UnixMilli()})
+	writeJSON(t, p, map[string]any{"payload": base64.StdEncoding.EncodeToString([]byte("now"))})
+	for range 2 {
+		if ack := readJSON[map[string]any](t, p); ack["result"] != "ok" {
+			t.Fatalf("answer %v", ack)
+		}
+	}
+	if m := readJSON[wsMessage](t, c); m.text(t) != "now" {
+		t.Fatalf("first pushed %q, want the undelayed one", m.text(t))
+	}
+	if got := b.Messages("ws-delayed"); len(got) != 2 || got[0].DeliverAt.UnixMilli() != at.UnixMilli() {
+		t.Fatalf("stored %+v", got)
+	}
+	b.Advance(2 * time.Hour)
+	if m := readJSON[wsMessage](t, c); m.text(t) != "later" {
+		t.Fatalf("after the broker clock passed deliverAt, pushed %q", m.text(t))
+	}
+}
