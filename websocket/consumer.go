@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	"github.com/pulsarsim/pulsarsim/auth"
 	"github.com/pulsarsim/pulsarsim/broker"
 )
 
@@ -32,11 +31,6 @@ import (
 // redelivery count has reached maxRedeliverCount is, at its next negative
 // ack or ack timeout, produced to the dead-letter topic and acknowledged.
 // The broker's dispatcher does the rest, as for any consumer.
-
-const (
-	authProduce = auth.OpProduce
-	authConsume = auth.OpConsume
-)
 
 // minNackDelay is the Java client's least negative-ack delay.
 const minNackDelay = 100 * time.Millisecond

@@ -110,10 +110,12 @@ func (c *passThroughCrypto) Decrypt(crypto.MessageMetadataSupplier, []byte, cryp
 // noKeys is the key reader the internal producer requires and never uses.
 type noKeys struct{}
 
+// PublicKey has no key to give.
 func (noKeys) PublicKey(string, map[string]string) (*crypto.EncryptionKeyInfo, error) {
 	return nil, errors.New("no key reader")
 }
 
+// PrivateKey has no key to give.
 func (noKeys) PrivateKey(string, map[string]string) (*crypto.EncryptionKeyInfo, error) {
 	return nil, errors.New("no key reader")
 }

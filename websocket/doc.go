@@ -2,8 +2,10 @@
 // service serves it on a standalone's web port: producers at
 // /ws/v2/producer/{domain}/{tenant}/{ns}/{topic}, consumers at
 // /ws/v2/consumer/{domain}/{tenant}/{ns}/{topic}/{subscription} and readers
-// at /ws/v2/reader/{domain}/{tenant}/{ns}/{topic} (and the v1 forms with a
-// cluster), with their query parameters, JSON frames and HTTP refusals.
+// at /ws/v2/reader/{domain}/{tenant}/{ns}/{topic}, with their query
+// parameters, JSON frames, settlement, encryption and HTTP refusals. (The
+// v1 forms with a cluster, /ws/producer/persistent/{tenant}/{cluster}/...,
+// are parsed and refused: the broker serves no v1 topic names.)
 //
 // Like Pulsar's, the service is a client of its broker: each WebSocket
 // producer, consumer or reader is one of an internal pulsar-client-go client

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/pulsarsim/pulsarsim/auth"
 	"github.com/pulsarsim/pulsarsim/broker"
 )
 
@@ -272,9 +273,9 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, ep endpoint, 
 	if !s.b.AuthorizationEnabled() {
 		return true
 	}
-	op := authConsume
+	op := auth.OpConsume
 	if produce {
-		op = authProduce
+		op = auth.OpProduce
 	}
 	if !s.b.AllowedTopic(id.Role, ep.topic, op) {
 		httpError(w, r, ep.servlet, http.StatusForbidden, "Not authorized")
