@@ -82,21 +82,21 @@ func webSocketStory(t *testing.T, tg *scenarios.Target, admin string) []string {
 		"/ws/v2/consumer/persistent/" + path + "/s?cryptoFailureAction=Bad",
 	} {
 		status, msg := refusal(ctx, t, base+p, "13")
-		note("refused %s: %d %s", maskPath(p, path), status, msg)
+		note("refused %s: %s %s", maskPath(p, path), status, msg)
 	}
 	// A second consumer on an Exclusive subscription.
 	ex := wsDial(ctx, t, base+"/ws/v2/consumer/persistent/"+path+"/exclusive")
 	status, msg := refusal(ctx, t, base+"/ws/v2/consumer/persistent/"+path+"/exclusive", "13")
-	note("a second Exclusive consumer: %d %s", status, msg)
+	note("a second Exclusive consumer: %s %s", status, msg)
 	ex.Close()
 	status, msg = refusal(ctx, t, base+"/ws/v2/producer/persistent/"+path, "8")
-	note("version 8: %d %s", status, msg)
+	note("version 8: %s %s", status, msg)
 	resp, err := http.Get(admin + "/ws/v2/producer/persistent/" + path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	note("plain GET: %d", resp.StatusCode)
+	note("plain GET: %s", resp.Status)
 
 	// A consumer, then a producer and what it answers.
 	c := wsDial(ctx, t, base+"/ws/v2/consumer/persistent/"+path+"/sub?subscriptionType=Shared&negativeAckRedeliveryDelay=0")
@@ -376,7 +376,7 @@ func webSocketStory(t *testing.T, tg *scenarios.Target, admin string) []string {
 // refusal tries an opening handshake and returns the status and the
 // message of the error page (its title less "Error N "), with the Java
 // client's request id and ports masked.
-func refusal(ctx context.Context, t *testing.T, url, version string) (int, string) {
+func refusal(ctx context.Context, t *testing.T, url, version string) (string, string) {
 	t.Helper()
 	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
 	h := http.Header{}
@@ -393,19 +393,19 @@ func refusal(ctx context.Context, t *testing.T, url, version string) (int, strin
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, pageTitle(body)
+		return resp.Status, pageTitle(body)
 	}
 	c, resp, err := d.DialContext(ctx, url, h)
 	if err == nil {
 		c.Close()
-		return 101, ""
+		return "101", ""
 	}
 	if resp == nil {
 		t.Fatalf("%s: %v", url, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, pageTitle(body)
+	return resp.Status, pageTitle(body)
 }
 
 var (

@@ -43,12 +43,35 @@ func httpError(w http.ResponseWriter, r *http.Request, servlet string, status in
 		"</table>\n<hr/><a href=\"https://jetty.org/\">Powered by Jetty:// 9.4.58.v20250814</a><hr/>\n\n"+
 		"</body>\n</html>\n",
 		status, m, status, m, html.EscapeString(r.URL.EscapedPath()), status, m, servlet)
+	if reason, ok := jettyReasons[status]; ok {
+		if hj, ok := w.(http.Hijacker); ok {
+			if nc, rw, err := hj.Hijack(); err == nil {
+				// Jetty's own reason phrase, which net/http cannot write.
+				fmt.Fprintf(rw, "HTTP/1.1 %d %s\r\nCache-Control: must-revalidate,no-cache,no-store\r\n"+
+					"Content-Type: text/html;charset=iso-8859-1\r\nContent-Length: %d\r\nConnection: close\r\n",
+					status, reason, len(body))
+				for k, vs := range w.Header() {
+					for _, v := range vs {
+						fmt.Fprintf(rw, "%s: %s\r\n", k, v)
+					}
+				}
+				fmt.Fprintf(rw, "\r\n%s", body)
+				_ = rw.Flush()
+				_ = nc.Close()
+				return
+			}
+		}
+	}
 	h := w.Header()
 	h.Set("Cache-Control", "must-revalidate,no-cache,no-store")
 	h.Set("Content-Type", "text/html;charset=iso-8859-1")
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(body))
 }
+
+// jettyReasons are the reason phrases where Jetty's differ from
+// net/http's.
+var jettyReasons = map[int]string{http.StatusInternalServerError: "Server Error"}
 
 // paramError is a query parameter or path Pulsar refuses with 400 "Invalid
 // query params: ..." (an IllegalArgumentException in its handlers).
