@@ -265,7 +265,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, ep endpoint, 
 	if !s.b.AuthenticationEnabled() && !s.b.AuthorizationEnabled() {
 		return true
 	}
-	id, err := s.b.AuthenticateHTTP(r)
+	id, err := s.b.AuthenticateHTTP(withQueryToken(r))
 	if err != nil {
 		httpError(w, r, ep.servlet, http.StatusUnauthorized, "Failed to authenticate")
 		return false
@@ -282,6 +282,22 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, ep endpoint, 
 		return false
 	}
 	return true
+}
+
+// withQueryToken returns r with the query parameter token as its bearer
+// token when r has no Authorization header, as Pulsar's handlers read it
+// (browsers' WebSocket clients cannot set headers).
+func withQueryToken(r *http.Request) *http.Request {
+	token := r.URL.Query().Get("token")
+	if token == "" || r.Header.Get("Authorization") != "" {
+		return r
+	}
+	r2 := r.Clone(r.Context())
+	if !strings.HasPrefix(token, "Bearer ") {
+		token = "Bearer " + token
+	}
+	r2.Header.Set("Authorization", token)
+	return r2
 }
 
 // internalClient returns the client sessions reach the broker with,

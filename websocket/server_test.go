@@ -45,6 +45,12 @@ func TestWebSocketAuthorizationIsTheWebPortsUnderTokens(t *testing.T) {
 			t.Errorf("%s: %v %v, want %d", c.name, err, resp, c.status)
 		}
 	}
+	// The token may come as a query parameter, for browsers, when the web
+	// service's filter lets the request through (the anonymous role).
+	if _, resp, err := websocket.DefaultDialer.DialContext(ctx, producer+"?token="+b.Token("alice"), nil); err == nil ||
+		resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a query token without an anonymous role: %v %v, want the filter's 401", err, resp)
+	}
 	p := dialWS(ctx, t, producer, bearer("alice"))
 	writeJSON(t, p, map[string]string{"payload": base64.StdEncoding.EncodeToString([]byte("x"))})
 	if ack := readJSON[map[string]any](t, p); ack["result"] != "ok" {
@@ -226,5 +232,23 @@ func TestWebSocketPingsKeepASessionOpenPastTheIdleTimeout(t *testing.T) {
 	case err := <-ended:
 		t.Fatalf("the session ended: %v", err)
 	default:
+	}
+}
+
+func TestWebSocketQueryTokenAuthenticatesBehindTheAnonymousRole(t *testing.T) {
+	b := testkit.Start(t, testkit.WithTokenAuth(), testkit.WithAuthorization("admin"), testkit.WithAnonymousRole("anonymous"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b.GrantNamespace("public/default", "alice", "produce")
+	producer := b.WebSocketURL() + "/ws/v2/producer/persistent/public/default/query-token"
+	// Without credentials the anonymous role has no grant.
+	if _, resp, err := websocket.DefaultDialer.DialContext(ctx, producer, nil); err == nil || resp == nil ||
+		resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("anonymous: %v %v, want 403", err, resp)
+	}
+	p := dialWS(ctx, t, producer+"?token="+b.Token("alice"), nil)
+	writeJSON(t, p, map[string]string{"payload": base64.StdEncoding.EncodeToString([]byte("x"))})
+	if ack := readJSON[map[string]any](t, p); ack["result"] != "ok" {
+		t.Fatalf("a producer with a query token answered %v", ack)
 	}
 }
