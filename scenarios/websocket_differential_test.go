@@ -245,6 +245,11 @@ func webSocketStory(t *testing.T, tg *scenarios.Target, admin string) []string {
 		resp.Body.Close()
 		note("partitioned topic created: %d", resp.StatusCode)
 	}
+	for _, p := range []string{"/ws/v2/consumer/persistent/" + path + "-part/s?receiverQueueSize=0",
+		"/ws/v2/reader/persistent/" + path + "-part?receiverQueueSize=0"} {
+		status, msg := refusal(ctx, t, base+p, "13")
+		note("zero queue on a partitioned topic %s: %s %s", maskPath(p, path), status, msg)
+	}
 	pc := wsDial(ctx, t, base+"/ws/v2/consumer/persistent/"+path+"-part/sub")
 	pp := wsDial(ctx, t, base+"/ws/v2/producer/persistent/"+path+"-part")
 	for _, k := range []string{"a", "b", "c"} {
@@ -302,6 +307,18 @@ func webSocketStory(t *testing.T, tg *scenarios.Target, admin string) []string {
 		var m struct{ Payload string }
 		_ = json.Unmarshal(wsRead(t, dc), &m)
 		note("delayed push %s", m.Payload)
+	}
+
+	// A zero receiver queue: one message at a time, the next after the ack.
+	zq := wsDial(ctx, t, base+"/ws/v2/consumer/persistent/"+path+"/zero?receiverQueueSize=0&subscriptionInitialPosition=Earliest")
+	for range 2 {
+		m := wsRead(t, zq)
+		note("zero queue push %s", maskFrame(m))
+		wsWrite(t, zq, `{"type":"isEndOfTopic"}`)
+		note("zero queue, before the ack: %s", wsRead(t, zq))
+		var pm struct{ MessageID string }
+		_ = json.Unmarshal(m, &pm)
+		wsWrite(t, zq, `{"messageId":"`+pm.MessageID+`"}`)
 	}
 
 	// Pull mode: only permitted messages are pushed; acks permit nothing.

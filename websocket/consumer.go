@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -223,6 +224,10 @@ func (s *Server) newConsumer(w http.ResponseWriter, r *http.Request, ep endpoint
 	if err != nil {
 		refuse(w, r, ep, err)
 		return nil, err
+	}
+	if cfg.opts.EnableZeroQueueConsumer && partitioned(client, ep.topic) {
+		refuse(w, r, ep, errZeroQueuePartitioned)
+		return nil, errZeroQueuePartitioned
 	}
 	consumer, err := client.Subscribe(cfg.opts)
 	if err != nil {
@@ -631,3 +636,18 @@ func endOfTopic(b *broker.Broker, topic, sub string) bool {
 
 // base64Std encodes as Java's basic Base64 encoder.
 func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// errZeroQueuePartitioned is the Java client's refusal of a zero receiver
+// queue on a partitioned topic (its multi-topics consumer), as Pulsar's
+// handlers report it.
+var errZeroQueuePartitioned = errors.New("java.util.concurrent.ExecutionException: java.lang.IllegalArgumentException: " +
+	"Receiver queue size needs to be greater than 0 for Topics Consumer")
+
+// partitioned reports whether a topic is partitioned.
+func partitioned(client pulsar.Client, tn broker.TopicName) bool {
+	if tn.Partition >= 0 {
+		return false
+	}
+	parts, err := client.TopicPartitions(tn.String())
+	return err == nil && len(parts) > 0 && parts[0] != tn.String()
+}

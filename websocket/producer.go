@@ -244,13 +244,7 @@ func (s *Server) newProducer(w http.ResponseWriter, r *http.Request, ep endpoint
 		s.createError(w, r, ep, err)
 		return nil, err
 	}
-	partitioned := false
-	if ep.topic.Partition < 0 {
-		if parts, err := client.TopicPartitions(ep.topic.String()); err == nil && len(parts) > 0 && parts[0] != ep.topic.String() {
-			partitioned = true
-		}
-	}
-	ps := &producerSession{session: newSession(s), producer: producer, partitioned: partitioned}
+	ps := &producerSession{session: newSession(s), producer: producer, partitioned: partitioned(client, ep.topic)}
 	if opts.Encryption != nil {
 		ps.crypto = opts.Encryption.MessageCrypto.(*passThroughCrypto)
 	}

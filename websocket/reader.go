@@ -80,6 +80,10 @@ func (s *Server) newReader(w http.ResponseWriter, r *http.Request, ep endpoint, 
 		refuse(w, r, ep, err)
 		return nil, err
 	}
+	if queue == 0 && partitioned(client, ep.topic) {
+		refuse(w, r, ep, errZeroQueuePartitioned)
+		return nil, errZeroQueuePartitioned
+	}
 	reader, err := client.CreateReader(opts)
 	if err != nil {
 		s.createError(w, r, ep, err)
