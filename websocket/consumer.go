@@ -207,32 +207,32 @@ func randomName(n int) string {
 
 // newConsumer checks a consumer request and subscribes; it answers a
 // refusal itself and returns nil then.
-func (s *Server) newConsumer(w http.ResponseWriter, r *http.Request, ep endpoint, perr error) (*session, error) {
+func (s *Server) newConsumer(w http.ResponseWriter, r *http.Request, ep endpoint, perr error) *session {
 	if perr != nil {
 		httpError(w, r, consumerServlet, http.StatusBadRequest, "Invalid query params: "+perr.Error())
-		return nil, perr
+		return nil
 	}
 	cfg, err := readConsumerConfig(queryParams(r), ep)
 	if err != nil {
 		refuse(w, r, ep, err)
-		return nil, err
+		return nil
 	}
 	if !s.authorize(w, r, ep, false) {
-		return nil, nil
+		return nil
 	}
 	client, err := s.internalClient()
 	if err != nil {
 		refuse(w, r, ep, err)
-		return nil, err
+		return nil
 	}
 	if cfg.opts.EnableZeroQueueConsumer && partitioned(client, ep.topic) {
 		refuse(w, r, ep, errZeroQueuePartitioned)
-		return nil, errZeroQueuePartitioned
+		return nil
 	}
 	consumer, err := client.Subscribe(cfg.opts)
 	if err != nil {
 		s.createError(w, r, ep, err)
-		return nil, err
+		return nil
 	}
 	cs := &consumerSession{session: newSession(s), client: client, consumer: consumer, cfg: cfg, topic: ep.topic,
 		subscription: ep.subscription, held: map[string]*heldMessage{}, rearm: make(chan struct{}, 1),
@@ -246,7 +246,7 @@ func (s *Server) newConsumer(w http.ResponseWriter, r *http.Request, ep endpoint
 		cs.goRun(cs.timers)
 	}
 	cs.closeClient = cs.closeAll
-	return cs.session, nil
+	return cs.session
 }
 
 // heldMessage is a message pushed to the client and not yet acked: the

@@ -221,28 +221,28 @@ func keyHash(key string, scheme pulsar.HashingScheme) uint32 {
 
 // newProducer checks a producer request and creates its producer; it
 // answers a refusal itself and returns nil then.
-func (s *Server) newProducer(w http.ResponseWriter, r *http.Request, ep endpoint, perr error) (*session, error) {
+func (s *Server) newProducer(w http.ResponseWriter, r *http.Request, ep endpoint, perr error) *session {
 	if perr != nil {
 		httpError(w, r, producerServlet, http.StatusBadRequest, "Invalid query params: "+perr.Error())
-		return nil, perr
+		return nil
 	}
 	if !s.authorize(w, r, ep, true) {
-		return nil, nil
+		return nil
 	}
 	opts, initialSeq, err := producerConfig(queryParams(r), ep.topic.String())
 	if err != nil {
 		refuse(w, r, ep, err)
-		return nil, err
+		return nil
 	}
 	client, err := s.internalClient()
 	if err != nil {
 		refuse(w, r, ep, err)
-		return nil, err
+		return nil
 	}
 	producer, err := client.CreateProducer(opts)
 	if err != nil {
 		s.createError(w, r, ep, err)
-		return nil, err
+		return nil
 	}
 	ps := &producerSession{session: newSession(s), producer: producer, partitioned: partitioned(client, ep.topic)}
 	if opts.Encryption != nil {
@@ -254,7 +254,7 @@ func (s *Server) newProducer(w http.ResponseWriter, r *http.Request, ep endpoint
 	}
 	ps.onText = ps.handle
 	ps.closeClient = producer.Close
-	return ps.session, nil
+	return ps.session
 }
 
 // refuse answers an error found before the internal client was asked:

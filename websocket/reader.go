@@ -28,10 +28,10 @@ type readerSession struct {
 
 // newReader checks a reader request and creates its reader; it answers a
 // refusal itself and returns nil then.
-func (s *Server) newReader(w http.ResponseWriter, r *http.Request, ep endpoint, perr error) (*session, error) {
+func (s *Server) newReader(w http.ResponseWriter, r *http.Request, ep endpoint, perr error) *session {
 	if perr != nil {
 		httpError(w, r, readerServlet, http.StatusBadRequest, "Invalid query params: "+perr.Error())
-		return nil, perr
+		return nil
 	}
 	q := queryParams(r)
 	queue := int32(1000)
@@ -40,19 +40,19 @@ func (s *Server) newReader(w http.ResponseWriter, r *http.Request, ep endpoint, 
 		if err != nil {
 			// Thrown before the handler's own error handling: Jetty answers.
 			httpError(w, r, readerServlet, http.StatusInternalServerError, "java.lang.NumberFormatException: "+err.Error())
-			return nil, err
+			return nil
 		}
 		queue = min(n, 1000)
 	}
 	if !s.authorize(w, r, ep, false) {
-		return nil, nil
+		return nil
 	}
 	sub := "reader-" + randomName(10)
 	opts := pulsar.ReaderOptions{Topic: ep.topic.String(), StartMessageID: pulsar.LatestMessageID(),
 		ReceiverQueueSize: int(queue), SubscriptionName: sub, Decryption: consumeEncrypted()}
 	if queue < 0 {
 		refuse(w, r, ep, errors.New("receiverQueueSize needs to be >= 0"))
-		return nil, nil
+		return nil
 	}
 	if queue == 0 {
 		opts.ReceiverQueueSize = 1
@@ -66,7 +66,7 @@ func (s *Server) newReader(w http.ResponseWriter, r *http.Request, ep endpoint, 
 			id, err := decodeID(v)
 			if err != nil {
 				refuse(w, r, ep, err)
-				return nil, err
+				return nil
 			}
 			opts.StartMessageID = id
 		}
@@ -78,16 +78,16 @@ func (s *Server) newReader(w http.ResponseWriter, r *http.Request, ep endpoint, 
 	client, err := s.internalClient()
 	if err != nil {
 		refuse(w, r, ep, err)
-		return nil, err
+		return nil
 	}
 	if queue == 0 && partitioned(client, ep.topic) {
 		refuse(w, r, ep, errZeroQueuePartitioned)
-		return nil, errZeroQueuePartitioned
+		return nil
 	}
 	reader, err := client.CreateReader(opts)
 	if err != nil {
 		s.createError(w, r, ep, err)
-		return nil, err
+		return nil
 	}
 	rs := &readerSession{session: newSession(s), reader: reader, topic: ep.topic, subscription: sub,
 		maxPending: max(int(queue), 1), crypto: readCryptoFailure(q)}
@@ -98,7 +98,7 @@ func (s *Server) newReader(w http.ResponseWriter, r *http.Request, ep endpoint, 
 	rs.onText = rs.handle
 	rs.start = func() { rs.goRun(rs.pump) }
 	rs.closeClient = reader.Close
-	return rs.session, nil
+	return rs.session
 }
 
 // pump reads the topic and pushes each message while credits last.

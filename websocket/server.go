@@ -142,11 +142,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var ss *session
 	switch kind {
 	case "producer":
-		ss, err = s.newProducer(w, r, ep, err)
+		ss = s.newProducer(w, r, ep, err)
 	case "consumer":
-		ss, err = s.newConsumer(w, r, ep, err)
+		ss = s.newConsumer(w, r, ep, err)
 	default:
-		ss, err = s.newReader(w, r, ep, err)
+		ss = s.newReader(w, r, ep, err)
 	}
 	if ss == nil {
 		return // refused, answered
