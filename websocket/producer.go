@@ -62,7 +62,8 @@ func sendError(code int, msg string, ctx *string) producerAck {
 // producerConfig reads a producer's query parameters, in the order
 // ProducerHandler.getProducerBuilder reads them.
 func producerConfig(q map[string]string, topic string) (pulsar.ProducerOptions, *int64, error) {
-	o := pulsar.ProducerOptions{Topic: topic, DisableBatching: true, DisableBlockIfQueueFull: true}
+	o := pulsar.ProducerOptions{Topic: topic, DisableBatching: true, DisableBlockIfQueueFull: true,
+		MaxPendingMessages: defaultMaxPending}
 	var initialSeq *int64
 	if v, ok := q["producerName"]; ok {
 		o.Name = v
@@ -140,7 +141,9 @@ func producerConfig(q map[string]string, topic string) (pulsar.ProducerOptions, 
 			if err != nil {
 				return o, nil, err
 			}
-			o.MaxPendingMessages = int(n)
+			if n > 0 {
+				o.MaxPendingMessages = int(n)
+			}
 		}
 		if v, ok := q["batchingMaxPublishDelay"]; ok {
 			n, err := parseInt32(v)
@@ -174,6 +177,13 @@ func producerConfig(q map[string]string, topic string) (pulsar.ProducerOptions, 
 	}
 	return o, initialSeq, nil
 }
+
+// defaultMaxPending bounds the messages a WebSocket producer has in flight
+// when maxPendingMessages does not. The Java client sets no count by
+// default (only its 64 MiB memory limit, which pulsar-client-go applies
+// too); pulsar-client-go's own default, 1000, would refuse a client that
+// pipelines more, and its queues are allocated at this size.
+const defaultMaxPending = 50_000
 
 // errNoCryptoKeyReader is Pulsar's answer to encryptionKeys without a
 // configured key reader.
