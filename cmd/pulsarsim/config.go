@@ -133,6 +133,11 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 	if err := applyQuotaConf(conf, set); err != nil {
 		return err
 	}
+	if token := brokerClientToken(conf); token != "" {
+		if err := set("websocket-token", token); err != nil {
+			return err
+		}
+	}
 	if secs := conf["authenticationRefreshCheckSeconds"]; secs != "" {
 		if err := set("auth-refresh", secs+"s"); err != nil {
 			return err
@@ -142,6 +147,28 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 		return set("auth-providers", conf["authenticationProviders"])
 	}
 	return nil
+}
+
+// brokerClientToken returns the token of the brokerClient* keys when they
+// name the token plugin ("token:..." or "file:///path" parameters), which
+// the WebSocket API's internal client presents as Pulsar's websocket
+// service does; "" for none or another plugin.
+func brokerClientToken(conf map[string]string) string {
+	if !strings.HasSuffix(conf["brokerClientAuthenticationPlugin"], "AuthenticationToken") {
+		return ""
+	}
+	params := conf["brokerClientAuthenticationParameters"]
+	switch {
+	case strings.HasPrefix(params, "token:"):
+		return strings.TrimPrefix(params, "token:")
+	case strings.HasPrefix(params, "file://"):
+		data, err := os.ReadFile(strings.TrimPrefix(params, "file://"))
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(data))
+	}
+	return ""
 }
 
 // readConf parses key=value lines; '#' starts a comment line.
