@@ -5,6 +5,7 @@ go 1.26
 require (
 	github.com/apache/pulsar-client-go v0.19.0
 	github.com/google/go-cmp v0.7.0
+	github.com/gorilla/websocket v1.5.3
 	github.com/klauspost/compress v1.18.0
 	github.com/pierrec/lz4/v4 v4.1.22
 	github.com/prometheus/client_golang v1.20.5

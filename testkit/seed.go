@@ -141,7 +141,7 @@ func (b *Broker) AppliedPolicies(topic string) Policies {
 
 // AdminURL returns the URL of this broker's admin REST API,
 // "http://127.0.0.1:PORT", for pulsaradmin or net/http, which also serves
-// the web view (ViewURL). The API is served from the first call on, and
+// the web view (ViewURL) and the WebSocket API (WebSocketURL). The API is served from the first call on, and
 // closed when the test ends.
 func (b *Broker) AdminURL() string {
 	b.tb.Helper()
@@ -169,11 +169,16 @@ func (b *Broker) serveAdmin(ln net.Listener) (stop func()) {
 	for pattern, h := range web.Routes() {
 		opts = append(opts, admin.WithHandler(pattern, h))
 	}
+	ws := b.webSocketServer()
+	for pattern, h := range ws.Routes() {
+		opts = append(opts, admin.WithHandler(pattern, h))
+	}
 	opts = append(opts, admin.WithWebServiceURLs(b.adminURL, ""))
 	srv := &http.Server{Handler: admin.New(b.srv, opts...), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	return func() {
 		web.Close() // ends the live-update streams, which Close does not
+		ws.Close()  // ends the WebSocket sessions, which Close does not either
 		srv.Close()
 	}
 }

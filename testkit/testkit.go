@@ -54,6 +54,9 @@ type Broker struct {
 
 	ca     *testCA // with WithTLS
 	secret []byte  // token secret, with WithTokenAuth
+	// superUsers are WithAuthorization's; the WebSocket API's internal
+	// client authenticates as the first.
+	superUsers []string
 
 	issuer    *issuer.Issuer // with WithOAuth2
 	issuerSrv *httptest.Server
@@ -130,7 +133,8 @@ func Start(tb testing.TB, opts ...Option) *Broker {
 	}
 	brokerOpts := append([]broker.Option{broker.WithClock(clock)}, secOpts...)
 	b := broker.New(append(brokerOpts, set.broker...)...)
-	tk := &Broker{srv: b, tb: tb, clock: clock, history: view.NewHistory(0), secret: secret}
+	tk := &Broker{srv: b, tb: tb, clock: clock, history: view.NewHistory(0), secret: secret,
+		superUsers: set.sec.superUsers}
 	b.OnEvent(tk.history.Record)
 	if err := b.Listen("127.0.0.1:0"); err != nil {
 		tb.Fatalf("pulsarsim: start broker: %v", err)

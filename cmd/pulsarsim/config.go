@@ -63,6 +63,10 @@ var confFlags = map[string]string{
 	"advertisedAddress":                                    "advertised-address",
 	"advertisedListeners":                                  "advertised-listeners",
 	"maxMessageSize":                                       "max-message-size",
+	"webSocketServiceEnabled":                              "websocket",
+	"webSocketPingDurationSeconds":                         "websocket-ping-seconds",
+	"webSocketSessionIdleTimeoutMillis":                    "websocket-idle-timeout-ms",
+	"webSocketMaxTextFrameSize":                            "websocket-max-text-frame-size",
 	"allowAutoTopicCreation":                               "auto-create-topics",
 	"allowAutoTopicCreationType":                           "auto-topic-creation-type",
 	"defaultNumPartitions":                                 "default-num-partitions",
@@ -156,6 +160,11 @@ func applyConfigFile(fs *flag.FlagSet, path string) (ignored []string, err error
 	if err := applyQuotaConf(conf, set); err != nil {
 		return nil, err
 	}
+	if token := brokerClientToken(conf); token != "" {
+		if err := set("brokerClientAuthenticationParameters", "websocket-token", token); err != nil {
+			return nil, err
+		}
+	}
 	if secs := conf["authenticationRefreshCheckSeconds"]; secs != "" {
 		if err := set("authenticationRefreshCheckSeconds", "auth-refresh", secs+"s"); err != nil {
 			return nil, err
@@ -167,6 +176,28 @@ func applyConfigFile(fs *flag.FlagSet, path string) (ignored []string, err error
 		}
 	}
 	return ignored, nil
+}
+
+// brokerClientToken returns the token of the brokerClient* keys when they
+// name the token plugin ("token:..." or "file:///path" parameters), which
+// the WebSocket API's internal client presents as Pulsar's websocket
+// service does; "" for none or another plugin.
+func brokerClientToken(conf map[string]string) string {
+	if !strings.HasSuffix(conf["brokerClientAuthenticationPlugin"], "AuthenticationToken") {
+		return ""
+	}
+	params := conf["brokerClientAuthenticationParameters"]
+	switch {
+	case strings.HasPrefix(params, "token:"):
+		return strings.TrimPrefix(params, "token:")
+	case strings.HasPrefix(params, "file://"):
+		data, err := os.ReadFile(strings.TrimPrefix(params, "file://"))
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(data))
+	}
+	return ""
 }
 
 // readConf parses key=value lines; a line starting with '#' is a comment,

@@ -123,3 +123,26 @@ func mustApply(t *testing.T, fs *flag.FlagSet, conf string) {
 		t.Fatal(err)
 	}
 }
+
+func TestConfigFileGivesTheWebSocketClientTheBrokerClientToken(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "admin-token")
+	must(t, os.WriteFile(tokenFile, []byte("from-a-file\n"), 0o600))
+	for _, c := range []struct{ plugin, params, want string }{
+		{"org.apache.pulsar.client.impl.auth.AuthenticationToken", "token:abc.def.ghi", "abc.def.ghi"},
+		{"org.apache.pulsar.client.impl.auth.AuthenticationToken", "file://" + tokenFile, "from-a-file"},
+		{"org.apache.pulsar.client.impl.auth.AuthenticationTls", `{"tlsCertFile":"c.pem","tlsKeyFile":"k.pem"}`, ""},
+	} {
+		conf := filepath.Join(dir, "standalone.conf")
+		must(t, os.WriteFile(conf, []byte("webSocketServiceEnabled=true\nbrokerClientAuthenticationPlugin="+c.plugin+
+			"\nbrokerClientAuthenticationParameters="+c.params+"\n"), 0o600))
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		ws := fs.Bool("websocket", false, "")
+		token := fs.String("websocket-token", "", "")
+		must(t, fs.Parse(nil))
+		mustApply(t, fs, conf)
+		if !*ws || *token != c.want {
+			t.Errorf("%s %s: websocket %v, token %q, want %q", c.plugin, c.params, *ws, *token, c.want)
+		}
+	}
+}

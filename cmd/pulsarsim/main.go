@@ -25,9 +25,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/pulsarsim/pulsarsim/admin"
 	"github.com/pulsarsim/pulsarsim/admin/view"
 	"github.com/pulsarsim/pulsarsim/broker"
+	"github.com/pulsarsim/pulsarsim/websocket"
 )
 
 func main() {
@@ -99,6 +101,16 @@ func run(args []string) error {
 	handshakeTimeout := fs.Duration("handshake-timeout", 0,
 		"close a connection whose handshake is not done by then (0: the keep-alive interval, 30s, as Pulsar)")
 	serveView := fs.Bool("view", true, "serve the web view at /view/ on the admin HTTP port")
+	serveWS := fs.Bool("websocket", false,
+		"webSocketServiceEnabled: serve Pulsar's WebSocket API at /ws/ on the admin HTTP port (a standalone's default: off)")
+	wsToken := fs.String("websocket-token", "",
+		"a token the WebSocket API's internal client presents to the broker, needed under authentication (its role should be a super-user's)")
+	wsPing := fs.Int("websocket-ping-seconds", 0,
+		"webSocketPingDurationSeconds: ping every WebSocket session this often (0 or less: never)")
+	wsIdle := fs.Int("websocket-idle-timeout-ms", int(websocket.DefaultIdleTimeout/time.Millisecond),
+		"webSocketSessionIdleTimeoutMillis: close a WebSocket session that sent nothing for this long (0: never)")
+	wsMaxFrame := fs.Int("websocket-max-text-frame-size", websocket.DefaultMaxTextFrameSize,
+		"webSocketMaxTextFrameSize: the largest message a WebSocket session may send, in bytes")
 	viewHistory := fs.Int("view-history", view.DefaultHistoryLimit,
 		"the number of newest broker events the web view keeps for its pictures of message lives")
 	verbose := fs.Bool("v", false, "log every connection event")
@@ -247,6 +259,27 @@ func run(args []string) error {
 			logger.Info("pulsarsim admin API serving TLS", "url", "https://"+tln.Addr().String())
 		}
 	}
+	var ws *websocket.Server
+	if *serveWS && *httpAddr != "" {
+		wsOpts := []websocket.Option{websocket.WithIdleTimeout(time.Duration(*wsIdle) * time.Millisecond),
+			websocket.WithMaxTextFrameSize(*wsMaxFrame)}
+		if *wsPing > 0 {
+			wsOpts = append(wsOpts, websocket.WithPingInterval(time.Duration(*wsPing)*time.Second))
+		}
+		if *wsToken != "" {
+			token := *wsToken
+			wsOpts = append(wsOpts, websocket.WithClientOptions(func(o *pulsar.ClientOptions) {
+				o.Authentication = pulsar.NewAuthenticationToken(token)
+			}))
+		}
+		ws = websocket.New(b, wsOpts...)
+		if len(listeners) > 0 {
+			logger.Info("pulsarsim WebSocket API", "url", "ws://"+listeners[0].Addr().String()+"/ws/v2/")
+		}
+		for pattern, h := range ws.Routes() {
+			adminOpts = append(adminOpts, admin.WithHandler(pattern, h))
+		}
+	}
 	webURL, webTLSURL := webURLs(listeners)
 	adminOpts = append(adminOpts, admin.WithWebServiceURLs(webURL, webTLSURL))
 	if webURL != "" {
@@ -267,6 +300,11 @@ func run(args []string) error {
 		onShutdown = web.Close
 	}
 	err = serveAdmin(ctx, logger, httpHandler, onShutdown, listeners...)
+	if ws != nil {
+		// Its sessions are hijacked connections, which the HTTP servers'
+		// shutdown leaves alone: they end here, with 1001, before the broker.
+		ws.Close()
+	}
 	if err == nil {
 		logger.Info("pulsarsim stopping")
 	}
