@@ -614,14 +614,14 @@ func countsStory(t *testing.T, side *clusterSide) []string {
 		}
 	}
 	sort.Strings(before)
-	// Pulsar answers an acknowledgement before its cursor has applied it
-	// (a mark-delete still being written holds the next one back), and an
-	// unload meanwhile persists the position it had: the acknowledged
-	// m1 came back after the move in one run out of five. The move waits
-	// until the cursor's mark-delete position is m1's.
+	// Pulsar answers an acknowledgement before its cursor has persisted
+	// it. The first one has the cursor create its ledger (the cursor is
+	// NoLedger until then), and an unload meanwhile brought the acknowledged
+	// m1 back after the move in one run out of five. The move waits until
+	// the cursor is Open with m1 as its mark-delete position.
 	m1 := fmt.Sprintf("%d:%d", ids[1].LedgerID(), ids[1].EntryID())
-	if !eventually(func() bool { return markDeletePosition(t, side, topic, "s") == m1 }) {
-		t.Fatalf("the cursor's mark-delete position is %s, not m1's %s", markDeletePosition(t, side, topic, "s"), m1)
+	if !eventually(func() bool { return cursorState(t, side, topic, "s") == "Open at "+m1 }) {
+		t.Fatalf("the cursor is %s, not Open at m1's %s", cursorState(t, side, topic, "s"), m1)
 	}
 	// The move: an unload of the bundle at its owner, with the other broker
 	// as its destination.
@@ -694,19 +694,21 @@ func TestClusterCountsAfterMoveMatchPulsar(t *testing.T) {
 	sameOnBoth(t, want, got)
 }
 
-// markDeletePosition returns the mark-delete position of topic's
-// subscription sub in its internal stats, asked at the first broker (the
-// request follows the redirect to the owner).
-func markDeletePosition(t *testing.T, side *clusterSide, topic, sub string) string {
+// cursorState returns the state and mark-delete position of topic's
+// subscription sub in its internal stats ("Open at 3:1"), asked at the
+// first broker (the request follows the redirect to the owner).
+func cursorState(t *testing.T, side *clusterSide, topic, sub string) string {
 	t.Helper()
 	status, body := adminCall(t, "GET", side.admins[0]+"/admin/v2/persistent/"+strings.TrimPrefix(topic, "persistent://")+"/internalStats", "")
 	var stats struct {
 		Cursors map[string]struct {
+			State              string `json:"state"`
 			MarkDeletePosition string `json:"markDeletePosition"`
 		} `json:"cursors"`
 	}
 	if status != http.StatusOK || json.Unmarshal([]byte(body), &stats) != nil {
 		t.Fatalf("internal stats of %s: %d %s", topic, status, body)
 	}
-	return stats.Cursors[sub].MarkDeletePosition
+	c := stats.Cursors[sub]
+	return c.State + " at " + c.MarkDeletePosition
 }
