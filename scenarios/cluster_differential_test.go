@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -36,7 +37,6 @@ type clusterSide struct {
 	urls, admins []string
 	leader       int
 	extensible   bool
-	sim          *testkit.Cluster
 }
 
 // clusterLoadManager is the load manager the real cluster runs with.
@@ -65,10 +65,8 @@ func realCluster(t *testing.T) *clusterSide {
 func simCluster(t *testing.T) *clusterSide {
 	t.Helper()
 	c := testkit.StartCluster(t, 2, testkit.WithLoadManager(clusterLoadManager()))
-	side := newClusterSide(t, []string{c.Broker(0).URL(), c.Broker(1).URL()}, c.AdminURLs(),
+	return newClusterSide(t, []string{c.Broker(0).URL(), c.Broker(1).URL()}, c.AdminURLs(),
 		clusterLoadManager() == testkit.ExtensibleLoadManager)
-	side.sim = c
-	return side
 }
 
 func splitList(s string) []string {
@@ -199,16 +197,11 @@ func noRedirectCall(t *testing.T, method, url string) (int, string) {
 	if loc := resp.Header.Get("Location"); loc != "" {
 		return resp.StatusCode, loc
 	}
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			break
-		}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return resp.StatusCode, strings.TrimSpace(b.String())
+	return resp.StatusCode, strings.TrimSpace(string(body))
 }
 
 // clusterWire is a raw connection to each broker of a side.
