@@ -167,7 +167,7 @@ func (t *Topic) closeProducerLocked(p *Producer) {
 	p.conn.forgetClosedProducer(p)
 	cp := &pb.CommandCloseProducer{ProducerId: proto.Uint64(p.ID), RequestId: proto.Uint64(minusOne)}
 	if to := t.movingTo; to != nil {
-		cp.AssignedBrokerServiceUrl, cp.AssignedBrokerServiceUrlTls = optionalURL(to.url), optionalURL(to.tlsURL)
+		cp.AssignedBrokerServiceUrl, cp.AssignedBrokerServiceUrlTls = optionalURL(to.URL), optionalURL(to.TLSURL)
 	}
 	p.conn.send(protocol.Base(pb.BaseCommand_CLOSE_PRODUCER, cp))
 	t.dropProducerLocked(p)

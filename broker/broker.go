@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pulsarsim/pulsarsim/bundles"
 )
 
 // Broker is one simulated Pulsar broker. Create it with New, start it with
@@ -128,10 +130,9 @@ func (b *Broker) attach(ln net.Listener) error {
 	}
 	b.ln = ln
 	b.url = "pulsar://" + ln.Addr().String()
-	if b.node < len(b.owners.nodes) {
-		nd := &b.owners.nodes[b.node]
-		nd.url, nd.tlsURL, nd.alive = b.advertise(b.url), b.advertise(b.tlsURL), true
-	}
+	b.owners.Update(b.node, func(nd *bundles.Node) {
+		nd.URL, nd.TLSURL, nd.Alive = b.advertise(b.url), b.advertise(b.tlsURL), true
+	})
 	b.startTimers()
 	if b.cfg.authn != nil && b.cfg.authRefresh > 0 {
 		b.every(b.cfg.authRefresh, b.checkCredentials)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/pulsarsim/pulsarsim/bundles"
 )
 
 // What a broker tells of its cluster through its exported API, for the admin
@@ -27,19 +29,24 @@ type BrokerInfo struct {
 func (b *Broker) Brokers() []BrokerInfo {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.owners.nodes) == 0 {
-		nd := node{url: b.advertise(b.url), tlsURL: b.advertise(b.tlsURL), httpURL: b.webURL, alive: !b.closed}
-		return []BrokerInfo{infoOf(nd, true)}
+	nodes := b.owners.Nodes()
+	if len(nodes) == 0 {
+		return []BrokerInfo{infoOf(b.selfNodeLocked(!b.closed), true)}
 	}
-	out := make([]BrokerInfo, len(b.owners.nodes))
-	for i, nd := range b.owners.nodes {
+	out := make([]BrokerInfo, len(nodes))
+	for i, nd := range nodes {
 		out[i] = infoOf(nd, i == b.node)
 	}
 	return out
 }
 
-func infoOf(nd node, self bool) BrokerInfo {
-	return BrokerInfo{ID: brokerID(nd), URL: nd.url, URLTLS: nd.tlsURL, WebURL: nd.httpURL, Alive: nd.alive, Self: self}
+// selfNodeLocked is a lone broker as a cluster's table would know it.
+func (b *Broker) selfNodeLocked(alive bool) bundles.Node {
+	return bundles.Node{URL: b.advertise(b.url), TLSURL: b.advertise(b.tlsURL), WebURL: b.webURL, Alive: alive}
+}
+
+func infoOf(nd bundles.Node, self bool) BrokerInfo {
+	return BrokerInfo{ID: nd.ID(), URL: nd.URL, URLTLS: nd.TLSURL, WebURL: nd.WebURL, Alive: nd.Alive, Self: self}
 }
 
 // Leader returns the cluster's leader broker, the live broker of lowest
@@ -47,7 +54,7 @@ func infoOf(nd node, self bool) BrokerInfo {
 func (b *Broker) Leader() BrokerInfo {
 	bs := b.Brokers()
 	b.mu.Lock()
-	leader := b.owners.leaderLocked()
+	leader := b.owners.Leader()
 	b.mu.Unlock()
 	if leader < 0 || leader >= len(bs) {
 		return bs[0]
@@ -79,13 +86,13 @@ func (b *Broker) Lookup(topic string, authoritative bool) (LookupResult, error) 
 	res := LookupResult{Redirect: !a.connect, Authoritative: a.authoritative, Self: a.self}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if a.self || len(b.owners.nodes) == 0 {
-		nd := node{url: b.advertise(b.url), tlsURL: b.advertise(b.tlsURL), httpURL: b.webURL, alive: true}
-		res.Broker = infoOf(nd, true)
+	nodes := b.owners.Nodes()
+	if a.self || len(nodes) == 0 {
+		res.Broker = infoOf(b.selfNodeLocked(true), true)
 		return res, nil
 	}
-	for i, nd := range b.owners.nodes {
-		if nd.url == a.url {
+	for i, nd := range nodes {
+		if nd.URL == a.url {
 			res.Broker = infoOf(nd, i == b.node)
 		}
 	}
@@ -101,20 +108,14 @@ func (b *Broker) BundleOf(topic string) (Bundle, error) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.owners.bundleOfLocked(tn.NamespaceName(), tn.String()), nil
+	return b.owners.Of(tn.NamespaceName(), tn.String()), nil
 }
 
 // Bundles returns the bundles of namespace ns, in hash order.
 func (b *Broker) Bundles(ns string) []Bundle {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.owners.bundleOfLocked(ns, "") // the namespace's bounds, made on first use
-	bs := b.owners.bounds[ns]
-	out := make([]Bundle, 0, len(bs)-1)
-	for i := 0; i+1 < len(bs); i++ {
-		out = append(out, Bundle{Namespace: ns, Lower: bs[i], Upper: bs[i+1]})
-	}
-	return out
+	return b.owners.Bundles(ns)
 }
 
 // ParseBundle reads a bundle range of namespace ns as Pulsar writes it,
@@ -134,24 +135,22 @@ func ParseBundle(ns, rng string) (Bundle, error) {
 func (b *Broker) BundleOwner(bd Bundle) (BrokerInfo, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.owners.nodes) == 0 {
-		return BrokerInfo{}, false
-	}
-	n, ok := b.owners.currentOwnerLocked(bd, b.cfg.clock.Now())
+	n, ok := b.owners.Current(bd, b.cfg.clock.Now())
 	if !ok {
 		return BrokerInfo{}, false
 	}
-	return infoOf(b.owners.nodes[n], n == b.node), true
+	nd, _ := b.owners.Node(n)
+	return infoOf(nd, n == b.node), true
 }
 
 // OwnedBundles returns the bundles this broker owns.
 func (b *Broker) OwnedBundles() []Bundle {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.owners.nodes) == 0 {
+	if !b.owners.Clustered() {
 		return nil
 	}
-	return b.owners.ownedByLocked(b.node)
+	return b.owners.OwnedBy(b.node)
 }
 
 // ErrNotOwner is returned by UnloadBundle on a broker that does not own the
@@ -185,20 +184,21 @@ func (b *Broker) UnloadBundle(bd Bundle, destination string) error {
 // unloadBundle unloads bd to broker to (-1: none named), when this broker
 // owns it or nobody does.
 func (b *Broker) unloadBundle(bd Bundle, to int) error {
-	o := &b.owners
+	o := b.owners
 	b.mu.Lock()
-	if len(o.nodes) == 0 {
+	if !o.Clustered() {
 		b.mu.Unlock()
 		b.releaseBundle(bd, nil) // a lone broker owns everything
 		return nil
 	}
-	owner, owned := o.currentOwnerLocked(bd, b.cfg.clock.Now())
-	var dst *node
+	owner, owned := o.Current(bd, b.cfg.clock.Now())
+	dstNode, dstKnown := o.Node(to)
+	var dst *bundles.Node
 	switch {
 	case owned && owner != b.node:
 		b.mu.Unlock()
 		return ErrNotOwner
-	case to >= 0 && !o.nodes[to].alive:
+	case to >= 0 && (!dstKnown || !dstNode.Alive):
 		b.mu.Unlock()
 		return errorf(ErrNotAllowed, "Not allowed unload namespace bundle to inactive destination broker")
 	case to >= 0 && b.cfg.loadManager == ExtensibleLoadManager:
@@ -208,15 +208,14 @@ func (b *Broker) unloadBundle(bd Bundle, to int) error {
 		}
 		if owner == to {
 			b.mu.Unlock()
-			return errorf(ErrNotAllowed, "Namespace bundle: %s own by %s, cannot be transfer to same broker.", bd, brokerID(o.nodes[to]))
+			return errorf(ErrNotAllowed, "Namespace bundle: %s own by %s, cannot be transfer to same broker.", bd, dstNode.ID())
 		}
-		o.owner[bd] = to
-		d := o.nodes[to]
-		dst = &d
+		o.Assign(bd, to)
+		dst = &dstNode
 	default:
-		delete(o.owner, bd)
+		o.Free(bd)
 		if to >= 0 {
-			o.prefer[bd] = to
+			o.Prefer(bd, to)
 		}
 	}
 	b.mu.Unlock()

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pulsarsim/pulsarsim/bundles"
 )
 
 // Cluster is a Pulsar cluster in one process: several brokers, each with
@@ -47,7 +49,7 @@ func NewCluster(n int, opts ...Option) *Cluster {
 	cfg.policies = cfg.brokerPolicies()
 	c := &Cluster{opts: slices.Clone(opts), st: newStore(cfg), cfg: cfg}
 	if cfg.ownershipTimeout > 0 {
-		c.st.owners.timeout = cfg.ownershipTimeout
+		c.st.owners.SetTimeout(cfg.ownershipTimeout)
 	}
 	c.st.initializeClusterMetadata()
 	for range max(n, 1) {
@@ -66,7 +68,7 @@ func WithOwnershipTimeout(d time.Duration) Option {
 func (c *Cluster) addBrokerLocked() *Broker {
 	i := len(c.brokers)
 	c.st.mu.Lock()
-	c.st.owners.nodes = append(c.st.owners.nodes, node{})
+	c.st.owners.AddNode()
 	c.st.mu.Unlock()
 	b := c.newBroker(i)
 	c.brokers = append(c.brokers, b)
@@ -171,8 +173,8 @@ func (c *Cluster) Owner(topic string) (int, error) {
 	}
 	c.st.mu.Lock()
 	defer c.st.mu.Unlock()
-	bd := c.st.owners.bundleOfLocked(tn.NamespaceName(), tn.String())
-	n, _ := c.st.owners.currentOwnerLocked(bd, c.cfg.clock.Now())
+	bd := c.st.owners.Of(tn.NamespaceName(), tn.String())
+	n, _ := c.st.owners.Current(bd, c.cfg.clock.Now())
 	return n, nil
 }
 
@@ -185,7 +187,7 @@ func (c *Cluster) BundleOf(topic string) (Bundle, error) {
 	}
 	c.st.mu.Lock()
 	defer c.st.mu.Unlock()
-	return c.st.owners.bundleOfLocked(tn.NamespaceName(), tn.String()), nil
+	return c.st.owners.Of(tn.NamespaceName(), tn.String()), nil
 }
 
 // Unload unloads the bundle holding topic, as `pulsar-admin namespaces
@@ -217,9 +219,9 @@ func (c *Cluster) unload(topic string, to int) error {
 		return err
 	}
 	c.st.mu.Lock()
-	at, owned := c.st.owners.currentOwnerLocked(bd, c.cfg.clock.Now())
+	at, owned := c.st.owners.Current(bd, c.cfg.clock.Now())
 	if !owned {
-		at = c.st.owners.leaderLocked()
+		at = c.st.owners.Leader()
 	}
 	c.st.mu.Unlock()
 	b := c.Broker(at)
@@ -227,19 +229,6 @@ func (c *Cluster) unload(topic string, to int) error {
 		return errors.New("broker: no broker of the cluster is alive")
 	}
 	return b.unloadBundle(bd, to)
-}
-
-// brokerID is a broker's id as Pulsar names it, host:port of its web
-// service (of its binary service when no web service is known).
-func brokerID(nd node) string {
-	u := nd.httpURL
-	if u == "" {
-		u = nd.url
-	}
-	if _, hostport, ok := strings.Cut(u, "://"); ok {
-		return hostport
-	}
-	return u
 }
 
 // Stop shuts broker i down gracefully, as Pulsar's does: it gives up its
@@ -252,20 +241,22 @@ func (c *Cluster) Stop(i int) error {
 	if b == nil {
 		return ErrNoSuchBroker
 	}
-	o := &b.owners
+	o := b.owners
 	b.mu.Lock()
 	b.stopping = true
-	o.nodes[i].alive = false
-	o.nodes[i].goneAt = time.Time{} // nothing left to take over
-	moves := map[Bundle]*node{}
-	for _, bd := range o.ownedByLocked(i) {
-		delete(o.owner, bd)
+	o.Update(i, func(nd *bundles.Node) {
+		nd.Alive = false
+		nd.GoneAt = time.Time{} // nothing left to take over
+	})
+	moves := map[Bundle]*bundles.Node{}
+	for _, bd := range o.OwnedBy(i) {
+		o.Free(bd)
 		moves[bd] = nil
 		// The extensible load manager transfers each bundle to another
 		// broker; the modular one leaves it for the next lookup.
-		if n := o.chooseLocked(bd); n >= 0 && c.cfg.loadManager == ExtensibleLoadManager {
-			o.owner[bd] = n
-			d := o.nodes[n]
+		if n := o.Choose(bd); n >= 0 && c.cfg.loadManager == ExtensibleLoadManager {
+			o.Assign(bd, n)
+			d, _ := o.Node(n)
 			moves[bd] = &d
 		}
 	}
@@ -292,8 +283,8 @@ func (c *Cluster) Crash(i int) error {
 	}
 	b.mu.Lock()
 	b.crashed, b.stopping = true, true
-	b.owners.nodes[i].alive = false
-	b.owners.nodes[i].goneAt = b.cfg.clock.Now()
+	now := b.cfg.clock.Now()
+	b.owners.Update(i, func(nd *bundles.Node) { nd.Alive, nd.GoneAt = false, now })
 	b.mu.Unlock()
 	err := b.Close()
 	b.releaseAll(false, nil)
@@ -364,10 +355,10 @@ func (c *Cluster) Close() error {
 // releaseBundle unloads the topics of bd this broker has loaded, telling
 // their clients, and naming the broker they move to when dst is set (a
 // transfer).
-func (b *Broker) releaseBundle(bd Bundle, dst *node) {
+func (b *Broker) releaseBundle(bd Bundle, dst *bundles.Node) {
 	for _, t := range b.loadedTopics() {
 		b.mu.Lock()
-		in := t.name.NamespaceName() == bd.Namespace && b.owners.bundleOfLocked(bd.Namespace, t.full) == bd
+		in := t.name.NamespaceName() == bd.Namespace && b.owners.Of(bd.Namespace, t.full) == bd
 		b.mu.Unlock()
 		if in {
 			b.releaseTopic(t, true, dst)
@@ -376,7 +367,7 @@ func (b *Broker) releaseBundle(bd Bundle, dst *node) {
 }
 
 // releaseAll unloads every topic this broker has loaded.
-func (b *Broker) releaseAll(tell bool, dst *node) {
+func (b *Broker) releaseAll(tell bool, dst *bundles.Node) {
 	for _, t := range b.loadedTopics() {
 		b.releaseTopic(t, tell, dst)
 	}
@@ -437,9 +428,7 @@ func (b *Broker) SetWebServiceURL(u string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.webURL = u
-	if b.node < len(b.owners.nodes) {
-		b.owners.nodes[b.node].httpURL = u
-	}
+	b.owners.Update(b.node, func(nd *bundles.Node) { nd.WebURL = u })
 }
 
 // WebServiceURL returns the URL SetWebServiceURL gave, "" before.

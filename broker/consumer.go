@@ -349,7 +349,7 @@ func (s *Subscription) closeConsumersLocked(keep, only *Consumer) []*Consumer {
 		o.conn.forget(o)
 		cc := &pb.CommandCloseConsumer{ConsumerId: proto.Uint64(o.ID), RequestId: proto.Uint64(minusOne)}
 		if to := s.topic.movingTo; to != nil {
-			cc.AssignedBrokerServiceUrl, cc.AssignedBrokerServiceUrlTls = optionalURL(to.url), optionalURL(to.tlsURL)
+			cc.AssignedBrokerServiceUrl, cc.AssignedBrokerServiceUrlTls = optionalURL(to.URL), optionalURL(to.TLSURL)
 		}
 		o.conn.send(protocol.Base(pb.BaseCommand_CLOSE_CONSUMER, cc))
 		closed = append(closed, o)

@@ -51,7 +51,8 @@
 // outlives them, as Pulsar's metadata store and BookKeeper keep it:
 // tenants and namespaces, policies, partitioned-topic metadata, schemas,
 // security policies, each persistent topic's ledger (entries and durable
-// cursors, load.go), and which broker owns which bundle (bundles.go). It
+// cursors, load.go), and which broker owns which bundle (package bundles,
+// a pure table like cursor and dispatch). It
 // knows nothing of connections. A Broker is one serving node: listeners and
 // connections, the handshake, lookups (owner.go), the topics it has loaded
 // with their producers, subscriptions, consumers, dispatchers and

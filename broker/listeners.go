@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/pulsarsim/pulsarsim/bundles"
 	"github.com/pulsarsim/pulsarsim/protocol"
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
 )
@@ -55,9 +56,7 @@ func (b *Broker) ListenTLS(addr string, cfg *tls.Config) error {
 	}
 	b.tlsLn = ln
 	b.tlsURL = "pulsar+ssl://" + ln.Addr().String()
-	if b.node < len(b.owners.nodes) {
-		b.owners.nodes[b.node].tlsURL = b.advertise(b.tlsURL)
-	}
+	b.owners.Update(b.node, func(nd *bundles.Node) { nd.TLSURL = b.advertise(b.tlsURL) })
 	b.wg.Add(1)
 	b.mu.Unlock()
 	go func() {

@@ -3,6 +3,8 @@ package broker
 import (
 	"maps"
 	"time"
+
+	"github.com/pulsarsim/pulsarsim/bundles"
 )
 
 // A persistent topic lives in two places, as in Pulsar: its ledger in the
@@ -38,7 +40,7 @@ func (b *Broker) newLedgerLocked(t *Topic) {
 // used, as Pulsar's admin creates the managed ledger wherever it runs. A
 // non-persistent topic of another broker's bundle has nothing to record.
 func (b *Broker) createOrRecordLocked(tn TopicName) {
-	if !b.owners.clustered() || b.servesLocked(tn) {
+	if !b.owners.Clustered() || b.servesLocked(tn) {
 		b.createTopicLocked(tn)
 		return
 	}
@@ -86,7 +88,7 @@ func (b *Broker) loadLedgerLocked(t *Topic) bool {
 // ledger's, so nothing it still runs can touch what the next broker loads.
 // Called under t's lock; the caller then forgets t under the store's lock
 // (forgetReleased).
-func (t *Topic) releaseLocked(tell bool, dst *node) *ledger {
+func (t *Topic) releaseLocked(tell bool, dst *bundles.Node) *ledger {
 	if tell {
 		t.movingTo = dst
 		t.disconnectAllLocked()
@@ -146,7 +148,7 @@ func (b *Broker) forgetReleased(t *Topic, l *ledger) {
 
 // releaseTopic unloads one topic from this broker (release, then forget);
 // dst, when set, is the broker its clients are told to move to.
-func (b *Broker) releaseTopic(t *Topic, tell bool, dst *node) {
+func (b *Broker) releaseTopic(t *Topic, tell bool, dst *bundles.Node) {
 	t.mu.Lock()
 	if t.released {
 		t.mu.Unlock()

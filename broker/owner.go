@@ -20,12 +20,10 @@ func (b *Broker) servesLocked(tn TopicName) bool {
 	if b.stopping || b.closed {
 		return false
 	}
-	if !b.owners.clustered() {
+	if !b.owners.Clustered() {
 		return true
 	}
-	bd := b.owners.bundleOfLocked(tn.NamespaceName(), tn.String())
-	n, ok := b.owners.owner[bd]
-	return ok && n == b.node && b.owners.nodes[n].alive
+	return b.owners.Owns(b.node, b.owners.Of(tn.NamespaceName(), tn.String()))
 }
 
 // LoadManager names the way a cluster assigns bundles and moves them, as
@@ -72,36 +70,35 @@ type lookupAnswer struct {
 func (b *Broker) lookupOwner(tn TopicName, authoritative bool) lookupAnswer {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	o := &b.owners
-	if !o.clustered() {
+	o := b.owners
+	if !o.Clustered() {
 		return lookupAnswer{connect: true, self: true, authoritative: true}
 	}
 	now := b.cfg.clock.Now()
-	bd := o.bundleOfLocked(tn.NamespaceName(), tn.String())
+	bd := o.Of(tn.NamespaceName(), tn.String())
 	answer := func(n int, connect, auth bool) lookupAnswer {
-		nd := o.nodes[n]
-		return lookupAnswer{connect: connect, self: n == b.node && connect, authoritative: auth, url: nd.url, tlsURL: nd.tlsURL}
+		nd, _ := o.Node(n)
+		return lookupAnswer{connect: connect, self: n == b.node && connect, authoritative: auth, url: nd.URL, tlsURL: nd.TLSURL}
 	}
-	if n, ok := o.currentOwnerLocked(bd, now); ok {
+	if n, ok := o.Current(bd, now); ok {
 		return answer(n, true, true)
 	}
 	if b.cfg.loadManager == ModularLoadManager && !authoritative {
-		if leader := o.leaderLocked(); leader >= 0 && leader != b.node {
+		if leader := o.Leader(); leader >= 0 && leader != b.node {
 			return answer(leader, false, false)
 		}
 	}
 	pick := b.node
 	if b.cfg.loadManager == ExtensibleLoadManager || !authoritative {
-		pick = o.chooseLocked(bd)
+		pick = o.Choose(bd)
 	}
-	if pick < 0 || !o.nodes[pick].alive {
+	if nd, ok := o.Node(pick); !ok || !nd.Alive {
 		return lookupAnswer{failed: true, msg: "No broker was available to own " + tn.String()}
 	}
 	if pick != b.node && b.cfg.loadManager == ModularLoadManager {
 		return answer(pick, false, true)
 	}
-	o.owner[bd] = pick
-	delete(o.prefer, bd)
+	o.Assign(bd, pick)
 	return answer(pick, true, true)
 }
 
@@ -125,8 +122,8 @@ func (b *Broker) notServedMessage(tn TopicName) string {
 		addr = hostport
 	}
 	bundle := tn.NamespaceName() + "/0x00000000_0xffffffff"
-	if b.owners.clustered() && b.namespaceReadyLocked(tn.NamespaceName()) {
-		bundle = b.owners.bundleOfLocked(tn.NamespaceName(), tn.String()).String()
+	if b.owners.Clustered() && b.namespaceReadyLocked(tn.NamespaceName()) {
+		bundle = b.owners.Of(tn.NamespaceName(), tn.String()).String()
 	}
 	b.mu.Unlock()
 	return fmt.Sprintf("Namespace bundle (%s) for topic (%s) not served by this instance:%s. "+

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pulsarsim/pulsarsim/bundles"
 	"github.com/pulsarsim/pulsarsim/cursor"
 	"github.com/pulsarsim/pulsarsim/txn"
 )
@@ -36,8 +37,8 @@ type store struct {
 
 	// ledgers are the persistent topics' ledgers, by canonical name.
 	ledgers map[string]*ledger
-	// owners says which broker owns which bundle (bundles.go).
-	owners ownership
+	// owners says which broker owns which bundle (package bundles).
+	owners *bundles.Table
 
 	// secmu guards sec, the tenant admin roles and permissions; it is a leaf
 	// lock (nothing else is taken while holding it).
@@ -59,7 +60,7 @@ func newStore(cfg config) *store {
 		topicPolicies: map[string]Policies{},
 		nextLedger:    1,
 		ledgers:       map[string]*ledger{},
-		owners:        newOwnership(),
+		owners:        bundles.NewTable(),
 	}
 }
 
@@ -79,7 +80,7 @@ func (s *store) initializeClusterMetadata() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, ns := range []string{"public/default", "pulsar/system"} {
-		s.owners.bounds[ns] = boundaries(initialBundles)
+		s.owners.Split(ns, initialBundles)
 	}
 	tn, _ := ParseTopicName(CoordinatorAssignTopic)
 	s.partitioned[tn.String()] = initialCoordinators

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pulsarsim/pulsarsim/bundles"
 	"github.com/pulsarsim/pulsarsim/protocol"
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
 	"github.com/pulsarsim/pulsarsim/txn"
@@ -37,7 +38,7 @@ type Topic struct {
 	released bool
 	// movingTo is the broker a transfer moves the topic to, while its
 	// producers and consumers are told (their CLOSE_* name it).
-	movingTo *node
+	movingTo *bundles.Node
 	// lastActive is when the topic was last seen active, by the broker
 	// clock (inactive.go).
 	lastActive time.Time
