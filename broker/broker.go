@@ -245,6 +245,14 @@ func (b *Broker) Close() error {
 	}
 	b.closed = true
 	close(b.done)
+	// A broker of a cluster closed without Stop or Crash is gone as a
+	// crashed one is: its bundles stay its own until the ownership timeout.
+	now := b.cfg.clock.Now()
+	b.owners.Update(b.node, func(nd *bundles.Node) {
+		if nd.Alive {
+			nd.Alive, nd.GoneAt = false, now
+		}
+	})
 	ln, tlsLn := b.ln, b.tlsLn
 	conns := make([]*conn, 0, len(b.conns))
 	for c := range b.conns {
