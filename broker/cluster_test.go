@@ -46,19 +46,7 @@ func sendNumbered(t *testing.T, p pulsar.Producer, from, n int) {
 func TestClusterLookupRedirectsToTheBundleOwner(t *testing.T) {
 	c := startCluster(t, 2)
 	topic := "persistent://public/default/redirected"
-	if err := c.Move(topic, 1); err != nil { // names broker 1 as the next owner
-		t.Fatal(err)
-	}
-	cl := clientOf(t, c.Broker(0).URL())
-	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	sendNumbered(t, p, 0, 3)
-	if got := c.Broker(1).LoadedTopics(); !slices.Contains(got, topic) {
-		t.Errorf("broker 1 has %v loaded, want %s", got, topic)
-	}
+	produceVia(t, c, topic, 0, 1, 3)
 	if got := c.Broker(0).LoadedTopics(); slices.Contains(got, topic) {
 		t.Errorf("broker 0, which does not own the bundle, loaded %s", topic)
 	}
@@ -210,19 +198,24 @@ func TestClusterRestartedBrokerServesOnItsAddressAgain(t *testing.T) {
 	if got := c.Broker(1).URL(); got != addr {
 		t.Fatalf("restarted on %s, want %s", got, addr)
 	}
-	topic := "persistent://public/default/after-restart"
-	if err := c.Move(topic, 1); err != nil {
+	produceVia(t, c, "persistent://public/default/after-restart", 0, 1, 1)
+}
+
+// produceVia names broker owner as topic's next owner, produces n messages
+// through a client of broker via, and checks that the owner loaded it.
+func produceVia(t *testing.T, c *broker.Cluster, topic string, via, owner, n int) {
+	t.Helper()
+	if err := c.Move(topic, owner); err != nil {
 		t.Fatal(err)
 	}
-	cl := clientOf(t, c.Broker(0).URL())
-	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	p, err := clientOf(t, c.Broker(via).URL()).CreateProducer(pulsar.ProducerOptions{Topic: topic})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	sendNumbered(t, p, 0, 1)
-	if got := c.Broker(1).LoadedTopics(); !slices.Contains(got, topic) {
-		t.Errorf("restarted broker 1 has %v loaded, want %s", got, topic)
+	sendNumbered(t, p, 0, n)
+	if got := c.Broker(owner).LoadedTopics(); !slices.Contains(got, topic) {
+		t.Errorf("broker %d has %v loaded, want %s", owner, got, topic)
 	}
 }
 

@@ -21,35 +21,34 @@ import (
 // Docker broker, checked here with a pulsarsim broker started again on the
 // same address (a cluster of one keeps its store across the restart).
 
-func TestAProducerReconnectingToAStoppedBrokerClosesCleanly(t *testing.T) {
-	c := testkit.StartCluster(t, 1)
-	p, err := c.Client(shortTimeouts).CreateProducer(pulsar.ProducerOptions{Topic: "reconnecting"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Crash(0)
-	done := make(chan struct{})
-	go func() { p.Close(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Close of a producer that keeps reconnecting did not return")
-	}
-}
-
-func TestAConsumerReconnectingToAStoppedBrokerClosesCleanly(t *testing.T) {
-	c := testkit.StartCluster(t, 1)
-	cons, err := c.Client(shortTimeouts).Subscribe(pulsar.ConsumerOptions{Topic: "reconnecting", SubscriptionName: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Crash(0)
-	done := make(chan struct{})
-	go func() { cons.Close(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Close of a consumer that keeps reconnecting did not return")
+func TestAProducerOrConsumerReconnectingToAStoppedBrokerClosesCleanly(t *testing.T) {
+	for _, kind := range []string{"producer", "consumer"} {
+		t.Run(kind, func(t *testing.T) {
+			c := testkit.StartCluster(t, 1)
+			client := c.Client(shortTimeouts)
+			var closeIt func()
+			if kind == "producer" {
+				p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "reconnecting"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				closeIt = p.Close
+			} else {
+				cons, err := client.Subscribe(pulsar.ConsumerOptions{Topic: "reconnecting", SubscriptionName: "s"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				closeIt = cons.Close
+			}
+			c.Crash(0)
+			done := make(chan struct{})
+			go func() { closeIt(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("Close of a %s that keeps reconnecting did not return", kind)
+			}
+		})
 	}
 }
 
