@@ -68,8 +68,8 @@ func (b *Broker) loadLedgerLocked(t *Topic) bool {
 		t.dedup = dedup{on: true, last: maps.Clone(l.dedupLast), idle: map[string]time.Time{}}
 	}
 	for name, d := range l.subs {
-		d.cur.Rewind()
-		d.cur.ClearRedeliveries()
+		// The cursor comes back as persisted: read position at the first
+		// unacknowledged entry, no redelivery counters (cursor.Durable).
 		s := t.newSubscriptionLocked(name, true, d.cur.MarkDelete())
 		s.cur = d.cur
 		s.created = d.created
@@ -119,9 +119,12 @@ func (t *Topic) releaseLocked(tell bool, dst *bundles.Node) *ledger {
 		if !s.durable {
 			continue
 		}
-		cur := s.cur // closing persists everything
+		// Closing persists everything; a crash leaves what was persisted
+		// last. The ledger gets a copy, so that nothing the released
+		// topic still runs (a timer) touches what the next load uses.
+		cur := s.cur.Durable()
 		if !tell && s.persisted != nil {
-			cur = s.persisted // a crash leaves what was persisted last
+			cur = s.persisted
 		}
 		l.subs[name] = durableSub{cur: cur, created: s.created, cursorLedger: s.cursorLedger, fromFirst: s.fromFirst,
 			properties: s.properties}

@@ -510,8 +510,8 @@ func (s *Subscription) dispatchLocked() { s.dispatchAtLocked(s.topic.b.cfg.clock
 // tells the consumers about a completed Failover switch, sends what the
 // dispatcher decides, and registers its next timer.
 func (s *Subscription) dispatchAtLocked(now time.Time) {
-	if s.disp == nil {
-		return
+	if s.disp == nil || s.topic.released {
+		return // a timer of a topic its broker gave up
 	}
 	t := s.topic
 	s.disp.SetTime(now.UnixMilli())
