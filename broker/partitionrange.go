@@ -1,7 +1,5 @@
 package broker
 
-import "errors"
-
 // A partition past its partitioned topic's count ("t-partition-2" of a
 // topic with 2 partitions) does not exist for Pulsar until the topic grows
 // to include it: its partitioned metadata is TopicNotFound, a PRODUCER is
@@ -11,7 +9,7 @@ import "errors"
 // ordinary topic name.
 
 // errPartitionPastCount is getOrCreateTopic's error for such a partition.
-var errPartitionPastCount = errors.New("partition past the partitioned topic's count")
+var errPartitionPastCount = errorf(ErrTopicNotFound, "partition past the partitioned topic's count")
 
 // partitionPastCountLocked reports whether tn is a partition of a
 // partitioned topic that has fewer partitions. The caller holds b.mu.
