@@ -37,9 +37,6 @@ type Broker struct {
 	// stopping is set once a stop began: the broker loads no more topics
 	// (under mu).
 	stopping bool
-	// crashed is set when the broker was stopped without a goodbye (under
-	// mu): its topics are fenced, and its connections were cut.
-	crashed bool
 
 	wg sync.WaitGroup
 	// acceptErr is the error that made a listener stop accepting (under mu).

@@ -91,11 +91,7 @@ func (b *Broker) Lookup(topic string, authoritative bool) (LookupResult, error) 
 		res.Broker = infoOf(b.selfNodeLocked(true), true)
 		return res, nil
 	}
-	for i, nd := range nodes {
-		if nd.URL == a.url {
-			res.Broker = infoOf(nd, i == b.node)
-		}
-	}
+	res.Broker = infoOf(nodes[a.node], a.node == b.node)
 	return res, nil
 }
 

@@ -282,7 +282,7 @@ func (c *Cluster) Crash(i int) error {
 		return ErrNoSuchBroker
 	}
 	b.mu.Lock()
-	b.crashed, b.stopping = true, true
+	b.stopping = true
 	now := b.cfg.clock.Now()
 	b.owners.Update(i, func(nd *bundles.Node) { nd.Alive, nd.GoneAt = false, now })
 	b.mu.Unlock()

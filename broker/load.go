@@ -40,7 +40,7 @@ func (b *Broker) newLedgerLocked(t *Topic) {
 // used, as Pulsar's admin creates the managed ledger wherever it runs. A
 // non-persistent topic of another broker's bundle has nothing to record.
 func (b *Broker) createOrRecordLocked(tn TopicName) {
-	if !b.owners.Clustered() || b.servesLocked(tn) {
+	if b.servesLocked(tn) {
 		b.createTopicLocked(tn)
 		return
 	}

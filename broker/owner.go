@@ -52,6 +52,7 @@ func WithLoadManager(lm LoadManager) Option { return func(c *config) { c.loadMan
 // with the authoritative flag; or failed with a code and message.
 type lookupAnswer struct {
 	connect, self, authoritative bool
+	node                         int // the broker of url, in a cluster
 	url, tlsURL                  string
 	failed                       bool
 	msg                          string
@@ -78,7 +79,7 @@ func (b *Broker) lookupOwner(tn TopicName, authoritative bool) lookupAnswer {
 	bd := o.Of(tn.NamespaceName(), tn.String())
 	answer := func(n int, connect, auth bool) lookupAnswer {
 		nd, _ := o.Node(n)
-		return lookupAnswer{connect: connect, self: n == b.node && connect, authoritative: auth, url: nd.URL, tlsURL: nd.TLSURL}
+		return lookupAnswer{connect: connect, self: n == b.node && connect, authoritative: auth, node: n, url: nd.URL, tlsURL: nd.TLSURL}
 	}
 	if n, ok := o.Current(bd, now); ok {
 		return answer(n, true, true)
