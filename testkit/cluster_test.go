@@ -303,6 +303,13 @@ func TestClusterAdminCallsLookupsAndBundleUnloadsReachTheOwner(t *testing.T) {
 	if lookup["brokerUrl"] != c.Broker(1).URL() || lookup["httpUrl"] != admins[1] {
 		t.Errorf("lookup on broker 0: %v, want broker 1 (%s, %s)", lookup, c.Broker(1).URL(), admins[1])
 	}
+	// Pulsar's LookupData: unset URLs left out, brokerUrlSsl always "".
+	if ssl, ok := lookup["brokerUrlSsl"]; !ok || ssl != "" || lookup["nativeUrl"] != lookup["brokerUrl"] {
+		t.Errorf("lookup answer %v, want nativeUrl as brokerUrl and brokerUrlSsl \"\"", lookup)
+	}
+	if _, ok := lookup["httpUrlTls"]; ok {
+		t.Errorf("lookup answer %v names an https URL no broker serves", lookup)
+	}
 	resp, err = http.Get(admins[0] + "/lookup/v2/topic/persistent/public/default/owned-by-one/bundle")
 	if err != nil {
 		t.Fatal(err)
