@@ -257,6 +257,7 @@ func (w *clusterWire) assign(topic string) ([]lookupStep, int) {
 		chain = append(chain, lookupStep{asked: at, target: target, authoritative: auth, answer: r})
 		switch r.GetResponse() {
 		case pb.CommandLookupTopicResponse_Connect:
+			w.awaitOwnerSeen(topic, target)
 			return chain, target
 		case pb.CommandLookupTopicResponse_Redirect:
 			if target < 0 {
@@ -269,6 +270,35 @@ func (w *clusterWire) assign(topic string) ([]lookupStep, int) {
 	}
 	t.Fatalf("lookup of %s: more than 5 redirects: %v", topic, chain)
 	return nil, -1
+}
+
+// awaitOwnerSeen waits until every broker of the side answers a lookup of
+// topic with Connect to owner. A real cluster's brokers learn of a new
+// owner from a metadata store notification, a few milliseconds after the
+// assignment; until then a broker that does not lead redirects to the
+// leader as if the bundle were free. pulsarsim's brokers share one table
+// and see the owner at once, so the first lookup there already answers.
+// No lookup takes an owned bundle from its owner, so asking changes
+// nothing the story compares.
+func (w *clusterWire) awaitOwnerSeen(topic string, owner int) {
+	t := w.conns[0].t
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for i := range w.conns {
+		if i == owner {
+			continue
+		}
+		for {
+			r := w.lookup(i, topic, false)
+			if r.GetResponse() == pb.CommandLookupTopicResponse_Connect && w.side.index(r.GetBrokerServiceUrl()) == owner {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("broker %d still answers %v %s for %s, owned by broker %d", i, r.GetResponse(), r.GetBrokerServiceUrl(), topic, owner)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 }
 
 // describeChain names each answer of a lookup chain by roles. The last

@@ -138,14 +138,54 @@ func entryMetadataStory(t *testing.T, tg *scenarios.Target, admin string) []stri
 		t.Fatal(err)
 	}
 	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("REST producer on %s: %s", sized, resp.Status)
+	}
 	notes = append(notes, "sizes: "+storedSizes(t, admin, sized))
 
 	// A non-persistent topic delivers to the consumers present.
 	np := strings.Replace(tg.Topic("entry-metadata-np"), "persistent://", "non-persistent://", 1)
 	c := subscribe(np)
+	// The client sends its first FLOW from a goroutine of its own, and a
+	// non-persistent topic drops what a consumer without permits would get.
+	awaitPermits(t, admin, np, "s")
 	send(producer(np, false), "n0", "n1")
 	receive(c, "non-persistent", 2)
 	return notes
+}
+
+// awaitPermits waits until a consumer of topic's subscription sub has
+// permits in the topic stats the admin API serves.
+func awaitPermits(t *testing.T, admin, topic, sub string) {
+	t.Helper()
+	domain, path, _ := strings.Cut(topic, "://")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var stats struct {
+			Subscriptions map[string]struct {
+				Consumers []struct {
+					AvailablePermits int `json:"availablePermits"`
+				} `json:"consumers"`
+			} `json:"subscriptions"`
+		}
+		resp, err := http.Get(admin + "/admin/v2/" + domain + "/" + path + "/stats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&stats)
+		resp.Body.Close()
+		if err == nil {
+			for _, c := range stats.Subscriptions[sub].Consumers {
+				if c.AvailablePermits > 0 {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no consumer of %s with permits in its stats", topic, sub)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // examineEntryMetadata returns the broker entry metadata headers of the

@@ -208,6 +208,7 @@ func restProducerStory(t *testing.T, tg *scenarios.Target, admin string) []strin
 	if err != nil {
 		t.Fatal(err)
 	}
+	awaitPermits(t, admin, np, "s")
 	p.post("non-persistent", "non-persistent/"+name("rest-np"),
 		restBody(nil, map[string]any{"payload": "n0"}))
 	if m, err := npc.Receive(ctx); err != nil {
