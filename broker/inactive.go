@@ -18,95 +18,13 @@ import "time"
 // pulsar/system namespace are never deleted, as Pulsar's system topics are
 // not.
 
-// InactiveTopicDeleteMode is when a topic without producers and consumers
-// counts as inactive (Pulsar's InactiveTopicDeleteMode).
-type InactiveTopicDeleteMode string
-
-// The inactive-topic delete modes.
-const (
-	// DeleteWhenNoSubscriptions: once it has no subscriptions either.
-	DeleteWhenNoSubscriptions InactiveTopicDeleteMode = "delete_when_no_subscriptions"
-	// DeleteWhenSubscriptionsCaughtUp: once no subscription has a backlog;
-	// its subscriptions go with it.
-	DeleteWhenSubscriptionsCaughtUp InactiveTopicDeleteMode = "delete_when_subscriptions_caught_up"
-)
-
-// InactiveTopicPolicies is the inactive-topic policy of a namespace or
-// topic (Pulsar's InactiveTopicPolicies, Policies.InactiveTopics); the
-// broker's own comes from WithInactiveTopicDeletion.
-type InactiveTopicPolicies struct {
-	// DeleteWhileInactive is deleteWhileInactive: whether the topic may be
-	// deleted when inactive.
-	DeleteWhileInactive bool
-	// MaxInactiveDurationSeconds is maxInactiveDurationSeconds.
-	MaxInactiveDurationSeconds int
-	// Mode is inactiveTopicDeleteMode.
-	Mode InactiveTopicDeleteMode
-}
-
-// InactiveTopicDeletion is the broker's inactive-topic deletion: Pulsar's
-// brokerDeleteInactiveTopicsEnabled, brokerDeleteInactiveTopicsFrequencySeconds,
-// brokerDeleteInactiveTopicsMaxInactiveDurationSeconds and
-// brokerDeleteInactiveTopicsMode. The zero value keeps every topic.
-type InactiveTopicDeletion struct {
-	// Enabled runs the periodic check at all; without it no topic is
-	// deleted for inactivity, whatever its namespace or topic policy says.
-	Enabled bool
-	// Frequency is how often the check runs (0: 60 s).
-	Frequency time.Duration
-	// MaxInactive is how long a topic must have been inactive (0: the
-	// frequency), in whole seconds.
-	MaxInactive time.Duration
-	// Mode is when a topic counts as inactive (empty:
-	// DeleteWhenNoSubscriptions).
-	Mode InactiveTopicDeleteMode
-}
-
-// DefaultInactiveTopicDeletion is Pulsar 4.0's standalone setting: on, every
-// 60 s, after 60 s, delete_when_no_subscriptions.
-var DefaultInactiveTopicDeletion = InactiveTopicDeletion{Enabled: true, Frequency: 60 * time.Second,
-	MaxInactive: 60 * time.Second, Mode: DeleteWhenNoSubscriptions}
-
 // WithInactiveTopicDeletion sets how the broker deletes inactive topics.
 // Default DefaultInactiveTopicDeletion, as in a Pulsar 4.0 standalone;
 // WithInactiveTopicDeletion(InactiveTopicDeletion{}) keeps every topic, for
 // a test that inspects topics nobody uses any more. The broker's
 // InactiveTopics policy follows it (a WithDefaultPolicies value wins).
 func WithInactiveTopicDeletion(d InactiveTopicDeletion) Option {
-	return func(c *config) { c.inactive = d.withDefaults() }
-}
-
-// withDefaults fills the unset fields.
-func (d InactiveTopicDeletion) withDefaults() InactiveTopicDeletion {
-	if d.Frequency <= 0 {
-		d.Frequency = DefaultInactiveTopicDeletion.Frequency
-	}
-	if d.MaxInactive <= 0 {
-		d.MaxInactive = d.Frequency
-	}
-	if d.Mode == "" {
-		d.Mode = DeleteWhenNoSubscriptions
-	}
-	return d
-}
-
-// check returns the interval of the periodic check, 0 for none.
-func (d InactiveTopicDeletion) check() time.Duration {
-	if !d.Enabled {
-		return 0
-	}
-	return d.Frequency
-}
-
-// policy is the broker-level InactiveTopics policy d implies.
-func (d InactiveTopicDeletion) policy() InactiveTopicPolicies {
-	return InactiveTopicPolicies{DeleteWhileInactive: d.Enabled,
-		MaxInactiveDurationSeconds: int(d.MaxInactive / time.Second), Mode: d.Mode}
-}
-
-// valid reports whether m is one of the two modes.
-func (m InactiveTopicDeleteMode) valid() bool {
-	return m == DeleteWhenNoSubscriptions || m == DeleteWhenSubscriptionsCaughtUp
+	return func(c *config) { c.inactive = d.WithDefaults() }
 }
 
 // EventTopicDeleted: a topic was deleted (Topic), by a request (Reason
@@ -121,7 +39,7 @@ const systemNamespace = "pulsar/system"
 // topics at all. Each check runs at its own time, so that each one that
 // finds a topic active marks it active then.
 func (b *Broker) startInactiveTopicChecks() {
-	d := b.cfg.inactive.check().Milliseconds()
+	d := b.cfg.inactive.Interval().Milliseconds()
 	if d <= 0 {
 		return
 	}

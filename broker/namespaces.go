@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/pulsarsim/pulsarsim/model"
 )
 
 // namespaceRegistry holds the tenants and namespaces, starting with those of
@@ -30,7 +32,7 @@ func (b *Broker) registryLocked() *namespaceRegistry {
 
 // CreateTenant registers a tenant.
 func (b *Broker) CreateTenant(tenant string) error {
-	if !namedEntity.MatchString(tenant) {
+	if !model.NamedEntity.MatchString(tenant) {
 		return errorf(ErrInvalidName, "Invalid tenant name: %s", tenant)
 	}
 	b.mu.Lock()
@@ -77,7 +79,7 @@ func (b *Broker) DeleteTenant(tenant string) error {
 // "tenant/ns", and fails with ErrInvalidName otherwise.
 func ValidateNamespaceName(ns string) error {
 	tenant, name, ok := strings.Cut(ns, "/")
-	if !ok || !namedEntity.MatchString(tenant) || !namedEntity.MatchString(name) {
+	if !ok || !model.NamedEntity.MatchString(tenant) || !model.NamedEntity.MatchString(name) {
 		return errorf(ErrInvalidName, "Invalid namespace name: %s", ns)
 	}
 	return nil

@@ -2,366 +2,9 @@ package broker
 
 import (
 	"reflect"
+
+	"github.com/pulsarsim/pulsarsim/model"
 )
-
-// Policies are the settings Pulsar keeps per namespace and per topic: limits,
-// rates, quotas, retention, TTL and the like. Every field is a pointer: nil
-// means unset at that level. The policy in force for a topic is resolved
-// field by field, as Pulsar resolves it: the topic's own value, else its
-// namespace's, else the broker's default (WithDefaultPolicies, and the
-// broker options that set the same values, such as WithLimits).
-//
-// A topic's policies apply to all partitions of a partitioned topic, and a
-// change applies at once to the topics it concerns.
-//
-// To add a policy, add a pointer field below (to a number, a bool, or a
-// struct of plain values), give it a default in defaultPolicies and a range
-// check in Policies.validate, and read it where the broker applies it
-// through Topic.policiesLocked (or Broker.appliedPolicies).
-type Policies struct {
-	// MessageTTLSeconds is the message TTL in whole seconds (Pulsar's
-	// messageTTL, message_ttl_in_seconds): messages older than that leave
-	// every subscription's backlog. 0 means they never expire. Default 0.
-	MessageTTLSeconds *int
-	// Retention is how long, and how much of, what every subscription has
-	// acknowledged a topic keeps (retention_policies). Default 0 and 0.
-	Retention *Retention
-
-	// MaxProducersPerTopic is maxProducersPerTopic (topic policy
-	// maxProducers): a PRODUCER on a topic with this many producers is
-	// refused. 0 means no limit, the default.
-	MaxProducersPerTopic *int
-	// MaxConsumersPerTopic is maxConsumersPerTopic (topic policy
-	// maxConsumers), counted over all subscriptions. 0: no limit.
-	MaxConsumersPerTopic *int
-	// MaxConsumersPerSubscription is maxConsumersPerSubscription, for
-	// Shared, Failover and Key_Shared subscriptions. 0: no limit.
-	MaxConsumersPerSubscription *int
-	// MaxSubscriptionsPerTopic is maxSubscriptionsPerTopic, on persistent
-	// topics. 0: no limit.
-	MaxSubscriptionsPerTopic *int
-	// MaxUnackedMessagesPerConsumer is maxUnackedMessagesPerConsumer (topic
-	// policy maxUnackedMessagesOnConsumer): a Shared or Key_Shared consumer
-	// of a durable subscription that holds this many unacknowledged
-	// messages gets no more until it acknowledges half of them. 0: no
-	// limit. Default 50,000.
-	MaxUnackedMessagesPerConsumer *int
-	// MaxUnackedMessagesPerSubscription is
-	// maxUnackedMessagesPerSubscription (maxUnackedMessagesOnSubscription):
-	// a Shared or Key_Shared subscription whose consumers hold this many
-	// unacknowledged messages in all reads no new entries (redeliveries
-	// still go out) until they are under half of it. The subscription
-	// decides this when its unacked count changes, as Pulsar does, so a
-	// new value takes effect at the next delivery, ack or redelivery. 0: no
-	// limit. Default 200,000.
-	MaxUnackedMessagesPerSubscription *int
-
-	// DispatchRate limits what the topic delivers, over all of its
-	// subscriptions (dispatchRate, topicDispatchRate). Default: no limit.
-	DispatchRate *DispatchRate
-	// SubscriptionDispatchRate limits what each subscription of the topic
-	// delivers (subscriptionDispatchRate). Default: no limit.
-	SubscriptionDispatchRate *DispatchRate
-	// SubscriptionDispatchRates are the dispatch rates of single
-	// subscriptions, by name (the dispatchRate of Pulsar's per-subscription
-	// topic policies, .../{topic}/{subscription}/dispatchRate): each
-	// replaces SubscriptionDispatchRate for its subscription. Set on topics
-	// only; nil and an empty map both set nothing.
-	SubscriptionDispatchRates map[string]DispatchRate
-	// ReplicatorDispatchRate is replicatorDispatchRate, the limit of what
-	// geo-replication sends to another cluster: stored and served only, as
-	// a standalone replicates nowhere. Default: no limit.
-	ReplicatorDispatchRate *DispatchRate
-	// PublishRate limits what the topic's producers publish (publishRate,
-	// publishMaxMessageRate): over it, the broker stops reading from their
-	// connections until the rate allows more. Default: no limit.
-	PublishRate *PublishRate
-
-	// BacklogQuota is the destination_storage backlog quota: a limit on the
-	// size of the topic's backlog and what happens over it. Default: no
-	// limit (-1), producer_request_hold.
-	BacklogQuota *BacklogQuota
-	// MessageAgeBacklogQuota is the message_age backlog quota: a limit on
-	// the age of the oldest unacknowledged message. Default: no limit (-1),
-	// producer_request_hold.
-	MessageAgeBacklogQuota *BacklogQuota
-
-	// DeduplicationEnabled is deduplicationEnabled (the broker's
-	// brokerDeduplicationEnabled). Default false.
-	DeduplicationEnabled *bool
-	// CompactionThreshold is compactionThreshold (compaction_threshold, the
-	// broker's brokerServiceCompactionThresholdInBytes), in bytes: every
-	// compaction check (60 s of broker time) compacts the topic when the
-	// backlog of its __compaction subscription is over it. 0, the
-	// default, never compacts by itself.
-	CompactionThreshold *int64
-	// DelayedDelivery is the delayed-delivery policy (delayedDelivery,
-	// delayed_delivery_policies). Default: active, a 1 s tick, no maximum
-	// delay.
-	DelayedDelivery *DelayedDelivery
-
-	// SchemaCompatibilityStrategy is the schema compatibility strategy
-	// (schemaCompatibilityStrategy, schema_compatibility_strategy): which
-	// new schemas a producer, a consumer or the admin API may register.
-	// Default SchemaFull. Pulsar's UNDEFINED is nil here.
-	SchemaCompatibilityStrategy *SchemaCompatibility
-	// SchemaValidationEnforced refuses producers without a schema on a
-	// topic that has one (schemaValidationEnforced,
-	// isSchemaValidationEnforced). Default false.
-	SchemaValidationEnforced *bool
-	// AllowAutoUpdateSchema lets producers and consumers register new
-	// schemas (is_allow_auto_update_schema,
-	// isAllowAutoUpdateSchemaEnabled); when false only the admin API does.
-	// Pulsar sets it per namespace, not per topic. Default true.
-	AllowAutoUpdateSchema *bool
-	// InactiveTopics is the inactive-topic policy (inactiveTopicPolicies,
-	// inactive_topic_policies; inactive.go). Default: the broker's
-	// WithInactiveTopicDeletion, deleted after 60 s without subscriptions.
-	InactiveTopics *InactiveTopicPolicies
-	// AutoTopicCreation is a namespace's autoTopicCreation policy
-	// (autoTopicCreationOverride; autotopiccreation.go): whether, and of
-	// which type, its topics are created on first use. Set on namespaces
-	// only. Default: the broker's WithAutoTopicCreation,
-	// WithAutoTopicCreationType and WithDefaultNumPartitions.
-	AutoTopicCreation *AutoTopicCreation
-}
-
-// Retention is a retention policy (Pulsar's RetentionPolicies). Both zero
-// keeps nothing that is acknowledged; -1 means no limit of that kind.
-type Retention struct {
-	// Minutes is retentionTimeInMinutes.
-	Minutes int
-	// SizeMB is retentionSizeInMB.
-	SizeMB int64
-}
-
-// DispatchRate is a dispatch rate limit (Pulsar's DispatchRate): at most
-// Messages messages and Bytes bytes each PeriodSeconds. A limit of 0 or less
-// is no limit.
-type DispatchRate struct {
-	// Messages is dispatchThrottlingRateInMsg.
-	Messages int
-	// Bytes is dispatchThrottlingRateInByte.
-	Bytes int64
-	// PeriodSeconds is ratePeriodInSecond (less than 1 counts as 1).
-	PeriodSeconds int
-	// RelativeToPublishRate is relativeToPublishRate: the limits are added
-	// to the topic's publish rate.
-	RelativeToPublishRate bool
-}
-
-// PublishRate is a publish rate limit (Pulsar's PublishRate): at most
-// Messages messages and Bytes bytes a second. A limit of 0 or less is no
-// limit.
-type PublishRate struct {
-	// Messages is publishThrottlingRateInMsg.
-	Messages int
-	// Bytes is publishThrottlingRateInByte.
-	Bytes int64
-}
-
-// BacklogQuotaPolicy is what a broker does to a topic over its backlog
-// quota (Pulsar's BacklogQuota.RetentionPolicy).
-type BacklogQuotaPolicy string
-
-// The backlog quota policies.
-const (
-	// ProducerRequestHold refuses new producers with
-	// ProducerBlockedQuotaExceededError and disconnects the topic's
-	// producers at each backlog check.
-	ProducerRequestHold BacklogQuotaPolicy = "producer_request_hold"
-	// ProducerException is the same with
-	// ProducerBlockedQuotaExceededException.
-	ProducerException BacklogQuotaPolicy = "producer_exception"
-	// ConsumerBacklogEviction moves the slowest subscriptions forward,
-	// dropping their oldest unacknowledged messages.
-	ConsumerBacklogEviction BacklogQuotaPolicy = "consumer_backlog_eviction"
-)
-
-// BacklogQuota is one backlog quota (Pulsar's BacklogQuota): of type
-// destination_storage (Policies.BacklogQuota), LimitBytes limits the size
-// of the backlog; of type message_age (Policies.MessageAgeBacklogQuota),
-// LimitSeconds limits the age of its oldest message.
-type BacklogQuota struct {
-	// LimitBytes is limitSize; negative means no limit.
-	LimitBytes int64
-	// LimitSeconds is limitTime; 0 or less means no limit.
-	LimitSeconds int
-	// Policy is what happens over the limit.
-	Policy BacklogQuotaPolicy
-}
-
-// DelayedDelivery is a delayed-delivery policy (Pulsar's
-// DelayedDeliveryPolicies).
-type DelayedDelivery struct {
-	// Active is whether deliver_at_time is honoured; when false, delayed
-	// messages are delivered at once.
-	Active bool
-	// TickMillis is tickTime: a delayed message due within one tick is
-	// delivered.
-	TickMillis int64
-	// MaxDelayMillis is maxDeliveryDelayInMillis: a message delayed further
-	// than that is refused; 0 means no maximum.
-	MaxDelayMillis int64
-}
-
-// Pulsar 4.0's defaults for the unacknowledged-message limits.
-const (
-	DefaultMaxUnackedMessagesPerConsumer     = 50_000
-	DefaultMaxUnackedMessagesPerSubscription = 200_000
-)
-
-// defaultPolicies are the broker-level policies: every field set, with
-// Pulsar 4.0's standalone defaults.
-func defaultPolicies() Policies {
-	noQuota := BacklogQuota{LimitBytes: -1, LimitSeconds: -1, Policy: ProducerRequestHold}
-	return Policies{
-		MessageTTLSeconds:                 new(0), // ttlDurationDefaultInSeconds
-		Retention:                         &Retention{},
-		MaxProducersPerTopic:              new(0),
-		MaxConsumersPerTopic:              new(0),
-		MaxConsumersPerSubscription:       new(0),
-		MaxSubscriptionsPerTopic:          new(0),
-		MaxUnackedMessagesPerConsumer:     new(DefaultMaxUnackedMessagesPerConsumer),
-		MaxUnackedMessagesPerSubscription: new(DefaultMaxUnackedMessagesPerSubscription),
-		DispatchRate:                      &DispatchRate{PeriodSeconds: 1},
-		SubscriptionDispatchRate:          &DispatchRate{PeriodSeconds: 1},
-		ReplicatorDispatchRate:            &DispatchRate{PeriodSeconds: 1},
-		PublishRate:                       &PublishRate{},
-		BacklogQuota:                      new(noQuota),
-		MessageAgeBacklogQuota:            new(noQuota),
-		DeduplicationEnabled:              new(false),
-		CompactionThreshold:               new(int64(0)),
-		DelayedDelivery:                   &DelayedDelivery{Active: true, TickMillis: 1000},
-		SchemaCompatibilityStrategy:       new(SchemaFull),
-		SchemaValidationEnforced:          new(false),
-		AllowAutoUpdateSchema:             new(true),
-		InactiveTopics:                    new(DefaultInactiveTopicDeletion.policy()),
-		AutoTopicCreation:                 &AutoTopicCreation{Allow: true, Type: TopicTypeNonPartitioned},
-	}
-}
-
-// ValidatePolicies checks the ranges of the fields p sets, as an update
-// does. The error is ErrInvalidPolicy, worded as Pulsar words it.
-func ValidatePolicies(p Policies) error { return p.validate() }
-
-// validate checks the set fields' ranges. The error is ErrInvalidPolicy,
-// worded as Pulsar words it.
-func (p Policies) validate() error {
-	if v := p.MessageTTLSeconds; v != nil && *v < 0 {
-		return errorf(ErrInvalidPolicy, "Invalid value for message TTL, message TTL must >= 0")
-	}
-	for _, f := range []struct {
-		v    *int
-		name string
-	}{
-		{p.MaxProducersPerTopic, "maxProducersPerTopic"},
-		{p.MaxConsumersPerTopic, "maxConsumersPerTopic"},
-		{p.MaxConsumersPerSubscription, "maxConsumersPerSubscription"},
-		{p.MaxSubscriptionsPerTopic, "maxSubscriptionsPerTopic"},
-		{p.MaxUnackedMessagesPerConsumer, "maxUnackedMessagesPerConsumer"},
-		{p.MaxUnackedMessagesPerSubscription, "maxUnackedMessagesPerSubscription"},
-	} {
-		if f.v != nil && *f.v < 0 {
-			return errorf(ErrInvalidPolicy, "%s must be 0 or more", f.name)
-		}
-	}
-	if v := p.CompactionThreshold; v != nil && *v < 0 {
-		return errorf(ErrInvalidPolicy, "compactionThreshold must be 0 or more")
-	}
-	if r := p.Retention; r != nil {
-		if err := r.validate(); err != nil {
-			return err
-		}
-	}
-	if it := p.InactiveTopics; it != nil && !it.Mode.valid() {
-		return errorf(ErrInvalidPolicy, "Invalid inactive topic delete mode %q", it.Mode)
-	}
-	for _, q := range []*BacklogQuota{p.BacklogQuota, p.MessageAgeBacklogQuota} {
-		if q != nil && !q.Policy.valid() {
-			return errorf(ErrInvalidPolicy, "the attribute policy cannot be null")
-		}
-	}
-	if v := p.SchemaCompatibilityStrategy; v != nil && !v.valid() {
-		return errorf(ErrInvalidPolicy, "Invalid schema compatibility strategy %s", *v)
-	}
-	if a := p.AutoTopicCreation; a != nil {
-		if err := a.Validate(0); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// validate checks a retention policy as Pulsar does.
-func (r Retention) validate() error {
-	switch {
-	case r.SizeMB < -1:
-		return errorf(ErrInvalidPolicy, "Invalid retention policy: size limit must be >= -1")
-	case r.Minutes < -1:
-		return errorf(ErrInvalidPolicy, "Invalid retention policy: time limit must be >= -1")
-	case (r.Minutes == 0) != (r.SizeMB == 0):
-		return errorf(ErrInvalidPolicy, "Invalid retention policy: Setting a single time or size limit to 0 "+
-			"is invalid when one of the limits has a non-zero value. Use the value of -1 instead of 0 to "+
-			"ignore a specific limit. To disable retention both limits must be set to 0.")
-	}
-	return nil
-}
-
-// valid reports whether p is one of the three policies.
-func (p BacklogQuotaPolicy) valid() bool {
-	return p == ProducerRequestHold || p == ProducerException || p == ConsumerBacklogEviction
-}
-
-// Or returns p with each unset field taken from fallback: the resolution of
-// a lower level over a higher one, e.g. topic.Or(namespace).
-func (p Policies) Or(fallback Policies) Policies {
-	out := p.clone()
-	ov, fv := reflect.ValueOf(&out).Elem(), reflect.ValueOf(fallback.clone())
-	for i := range ov.NumField() {
-		if ov.Field(i).IsNil() {
-			ov.Field(i).Set(fv.Field(i))
-		}
-	}
-	return out
-}
-
-// clone copies p so that the copy shares no pointer or map with it. An
-// empty map is cloned as nil: it sets nothing.
-func (p Policies) clone() Policies {
-	out := p
-	v := reflect.ValueOf(&out).Elem()
-	for i := range v.NumField() {
-		f := v.Field(i)
-		switch {
-		case f.IsNil():
-		case f.Kind() == reflect.Map && f.Len() == 0:
-			f.SetZero()
-		case f.Kind() == reflect.Map:
-			c := reflect.MakeMapWithSize(f.Type(), f.Len())
-			for it := f.MapRange(); it.Next(); {
-				c.SetMapIndex(it.Key(), it.Value())
-			}
-			f.Set(c)
-		default:
-			c := reflect.New(f.Type().Elem())
-			c.Elem().Set(f.Elem())
-			f.Set(c)
-		}
-	}
-	return out
-}
-
-// empty reports whether no field is set.
-func (p Policies) empty() bool {
-	v := reflect.ValueOf(p)
-	for i := range v.NumField() {
-		if !v.Field(i).IsNil() {
-			return false
-		}
-	}
-	return true
-}
 
 // WithDefaultPolicies sets broker-level policies: the fields p sets replace
 // the broker's defaults, which apply to every topic whose topic and
@@ -370,7 +13,7 @@ func (p Policies) empty() bool {
 // WithMaxUnackedMessagesPerConsumer). Out-of-range values are ignored.
 func WithDefaultPolicies(p Policies) Option {
 	return func(c *config) {
-		if p.validate() == nil {
+		if p.Validate() == nil {
 			c.policies = p.Or(c.policies)
 		}
 	}
@@ -387,11 +30,11 @@ func (cfg *config) brokerPolicies() Policies {
 		MaxConsumersPerSubscription:   new(l.MaxConsumersPerSubscription),
 		MaxSubscriptionsPerTopic:      new(l.MaxSubscriptionsPerTopic),
 		MaxUnackedMessagesPerConsumer: new(max(cfg.maxUnackedPerCons, 0)),
-		InactiveTopics:                new(cfg.inactive.policy()),
+		InactiveTopics:                new(cfg.inactive.Policy()),
 		DeduplicationEnabled:          new(cfg.dedup),
 		AutoTopicCreation:             &AutoTopicCreation{Allow: cfg.autoCreateTopics, Type: cfg.autoTopicType, DefaultNumPartitions: cfg.defaultPartitions},
 	}
-	return cfg.policies.Or(fromOptions).Or(defaultPolicies())
+	return cfg.policies.Or(fromOptions).Or(model.DefaultPolicies())
 }
 
 // NamespacePolicies returns the policies set on the namespace "tenant/ns"
@@ -405,7 +48,7 @@ func (b *Broker) NamespacePolicies(ns string) (Policies, error) {
 	if !b.namespaceExistsLocked(ns) {
 		return Policies{}, ErrNamespaceNotFound
 	}
-	return b.nsPolicies[ns].clone(), nil
+	return b.nsPolicies[ns].Clone(), nil
 }
 
 // UpdateNamespacePolicies changes the policies of the namespace "tenant/ns":
@@ -442,7 +85,7 @@ func (b *Broker) TopicPolicies(topic string) (Policies, error) {
 	if !b.topicExistsLocked(tn) {
 		return Policies{}, topicNotFound(tn)
 	}
-	return b.topicPolicies[tn.Base().String()].clone(), nil
+	return b.topicPolicies[tn.Base().String()].Clone(), nil
 }
 
 // UpdateTopicPolicies changes the policies of an existing topic (all
@@ -477,11 +120,11 @@ func (b *Broker) updatePolicies(m map[string]Policies, key string, existsLocked 
 			b.mu.Unlock()
 			return err
 		}
-		before, gen := m[key].clone(), b.policyGen.Load()
+		before, gen := m[key].Clone(), b.policyGen.Load()
 		b.mu.Unlock()
-		p := before.clone()
+		p := before.Clone()
 		change(&p)
-		if err := p.validate(); err != nil {
+		if err := p.Validate(); err != nil {
 			return err
 		}
 		if reflect.DeepEqual(p, before) {
@@ -496,10 +139,10 @@ func (b *Broker) updatePolicies(m map[string]Policies, key string, existsLocked 
 			b.mu.Unlock()
 			return err
 		}
-		if p.empty() {
+		if p.IsEmpty() {
 			delete(m, key)
 		} else {
-			m[key] = p.clone()
+			m[key] = p.Clone()
 		}
 		b.policyGen.Add(1)
 		b.mu.Unlock()
@@ -523,7 +166,7 @@ func (b *Broker) AppliedPolicies(topic string) (Policies, error) {
 
 // BrokerPolicies returns the broker-level policies: the defaults that apply
 // where neither a topic nor its namespace sets a policy. Every field is set.
-func (b *Broker) BrokerPolicies() Policies { return b.cfg.policies.clone() }
+func (b *Broker) BrokerPolicies() Policies { return b.cfg.policies.Clone() }
 
 // appliedPolicies resolves the policies in force for tn.
 func (b *Broker) appliedPolicies(tn TopicName) Policies {

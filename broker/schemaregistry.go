@@ -78,7 +78,7 @@ func checkCompatibility(live []storedSchema, s *pb.Schema, strategy SchemaCompat
 	if strategy == SchemaAlwaysCompatible || len(live) == 0 {
 		return nil
 	}
-	if strategy.transitive() {
+	if strategy.Transitive() {
 		return checkWithAll(live, s, strategy)
 	}
 	return checkWithLatest(live[len(live)-1].s, s, strategy)

@@ -54,8 +54,8 @@ func newStore(cfg config) *store {
 		partitioned: map[string]int{},
 		schemas:     map[string][]storedSchema{},
 		nsPolicies: map[string]Policies{"public/default": {
-			BacklogQuota:           cfg.policies.clone().BacklogQuota,
-			MessageAgeBacklogQuota: cfg.policies.clone().MessageAgeBacklogQuota,
+			BacklogQuota:           cfg.policies.Clone().BacklogQuota,
+			MessageAgeBacklogQuota: cfg.policies.Clone().MessageAgeBacklogQuota,
 		}},
 		topicPolicies: map[string]Policies{},
 		nextLedger:    1,
