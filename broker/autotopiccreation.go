@@ -42,7 +42,7 @@ func (b *Broker) MaxPartitionsPerTopic() int { return b.cfg.maxPartitions }
 // autoTopicCreationLocked is the creation policy in force for tn's
 // namespace: its own, else the broker's. The caller holds b.mu.
 func (b *Broker) autoTopicCreationLocked(tn TopicName) AutoTopicCreation {
-	if a := b.nsPolicies[tn.NamespaceName()].AutoTopicCreation; a != nil {
+	if a := b.data.NamespacePolicies[tn.NamespaceName()].AutoTopicCreation; a != nil {
 		return *a
 	}
 	return *b.cfg.policies.AutoTopicCreation
@@ -70,6 +70,6 @@ func (b *Broker) autoCreatePartitionedLocked(tn TopicName) int {
 	if n < 1 {
 		n = b.cfg.defaultPartitions
 	}
-	b.partitioned[tn.String()] = n
+	b.data.Partitioned[tn.String()] = n
 	return n
 }

@@ -16,11 +16,11 @@ import (
 type Broker struct {
 	cfg config
 
-	// store is what this broker shares with the other brokers of its
-	// cluster and what outlives it: metadata, ledgers, bundle ownership
-	// (store.go). Its lock, store.mu, is the broker lock of the lock order
-	// (doc.go): it also guards the fields below that say so.
-	*store
+	// shared is what this broker shares with the other brokers of its
+	// cluster: the store (metadata, ledgers, bundle ownership; package
+	// store) and its locks (store.go). Its mu is the broker lock of the
+	// lock order (doc.go): it also guards the fields below that say so.
+	*shared
 	// node is this broker's place in its cluster: its index and the
 	// incarnation it serves (cluster.go); 0 for a broker of its own.
 	node int
@@ -67,14 +67,14 @@ func New(opts ...Option) *Broker {
 	cfg.policies = cfg.brokerPolicies()
 	b := &Broker{
 		cfg:    cfg,
-		store:  cfg.store,
+		shared: cfg.store,
 		node:   cfg.node,
 		topics: map[string]*Topic{},
 		done:   make(chan struct{}),
 		conns:  map[*conn]struct{}{},
 	}
-	if b.store == nil {
-		b.store = newStore(cfg)
+	if b.shared == nil {
+		b.shared = newShared(cfg)
 	}
 	b.initTransactions()
 	return b
@@ -127,7 +127,7 @@ func (b *Broker) attach(ln net.Listener) error {
 	}
 	b.ln = ln
 	b.url = "pulsar://" + ln.Addr().String()
-	b.owners.Update(b.node, func(nd *bundles.Node) {
+	b.data.Owners.Update(b.node, func(nd *bundles.Node) {
 		nd.URL, nd.TLSURL, nd.Alive = b.advertise(b.url), b.advertise(b.tlsURL), true
 	})
 	b.startTimers()
@@ -245,7 +245,7 @@ func (b *Broker) Close() error {
 	// A broker of a cluster closed without Stop or Crash is gone as a
 	// crashed one is: its bundles stay its own until the ownership timeout.
 	now := b.cfg.clock.Now()
-	b.owners.Update(b.node, func(nd *bundles.Node) {
+	b.data.Owners.Update(b.node, func(nd *bundles.Node) {
 		if nd.Alive {
 			nd.Alive, nd.GoneAt = false, now
 		}

@@ -29,7 +29,7 @@ type BrokerInfo struct {
 func (b *Broker) Brokers() []BrokerInfo {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	nodes := b.owners.Nodes()
+	nodes := b.data.Owners.Nodes()
 	if len(nodes) == 0 {
 		return []BrokerInfo{infoOf(b.selfNodeLocked(!b.closed), true)}
 	}
@@ -54,7 +54,7 @@ func infoOf(nd bundles.Node, self bool) BrokerInfo {
 func (b *Broker) Leader() BrokerInfo {
 	bs := b.Brokers()
 	b.mu.Lock()
-	leader := b.owners.Leader()
+	leader := b.data.Owners.Leader()
 	b.mu.Unlock()
 	if leader < 0 || leader >= len(bs) {
 		return bs[0]
@@ -86,7 +86,7 @@ func (b *Broker) Lookup(topic string, authoritative bool) (LookupResult, error) 
 	res := LookupResult{Redirect: !a.connect, Authoritative: a.authoritative, Self: a.self}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	nodes := b.owners.Nodes()
+	nodes := b.data.Owners.Nodes()
 	if a.self || len(nodes) == 0 {
 		res.Broker = infoOf(b.selfNodeLocked(true), true)
 		return res, nil
@@ -104,14 +104,14 @@ func (b *Broker) BundleOf(topic string) (Bundle, error) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.owners.Of(tn.NamespaceName(), tn.String()), nil
+	return b.data.Owners.Of(tn.NamespaceName(), tn.String()), nil
 }
 
 // Bundles returns the bundles of namespace ns, in hash order.
 func (b *Broker) Bundles(ns string) []Bundle {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.owners.Bundles(ns)
+	return b.data.Owners.Bundles(ns)
 }
 
 // ParseBundle reads a bundle range of namespace ns as Pulsar writes it,
@@ -131,11 +131,11 @@ func ParseBundle(ns, rng string) (Bundle, error) {
 func (b *Broker) BundleOwner(bd Bundle) (BrokerInfo, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n, ok := b.owners.Current(bd, b.cfg.clock.Now())
+	n, ok := b.data.Owners.Current(bd, b.cfg.clock.Now())
 	if !ok {
 		return BrokerInfo{}, false
 	}
-	nd, _ := b.owners.Node(n)
+	nd, _ := b.data.Owners.Node(n)
 	return infoOf(nd, n == b.node), true
 }
 
@@ -143,10 +143,10 @@ func (b *Broker) BundleOwner(bd Bundle) (BrokerInfo, bool) {
 func (b *Broker) OwnedBundles() []Bundle {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.owners.Clustered() {
+	if !b.data.Owners.Clustered() {
 		return nil
 	}
-	return b.owners.OwnedBy(b.node)
+	return b.data.Owners.OwnedBy(b.node)
 }
 
 // ErrNotOwner is returned by UnloadBundle on a broker that does not own the
@@ -180,7 +180,7 @@ func (b *Broker) UnloadBundle(bd Bundle, destination string) error {
 // unloadBundle unloads bd to broker to (-1: none named), when this broker
 // owns it or nobody does.
 func (b *Broker) unloadBundle(bd Bundle, to int) error {
-	o := b.owners
+	o := b.data.Owners
 	b.mu.Lock()
 	if !o.Clustered() {
 		b.mu.Unlock()

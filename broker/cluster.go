@@ -14,7 +14,7 @@ import (
 
 // Cluster is a Pulsar cluster in one process: several brokers, each with
 // its own listeners, connections and loaded topics, over one store (their
-// metadata, ledgers and bundle ownership, store.go). Any broker answers a
+// metadata, ledgers and bundle ownership, package store). Any broker answers a
 // lookup, redirecting to the owner of the topic's bundle; a bundle gets its
 // owner when it is first looked up. Brokers can be stopped (they unload
 // their bundles first, as Pulsar's graceful shutdown does), crashed (their
@@ -27,7 +27,7 @@ import (
 // takes it.
 type Cluster struct {
 	opts []Option
-	st   *store
+	st   *shared
 	cfg  config
 
 	mu      sync.Mutex
@@ -47,9 +47,9 @@ func NewCluster(n int, opts ...Option) *Cluster {
 		o(&cfg)
 	}
 	cfg.policies = cfg.brokerPolicies()
-	c := &Cluster{opts: slices.Clone(opts), st: newStore(cfg), cfg: cfg}
+	c := &Cluster{opts: slices.Clone(opts), st: newShared(cfg), cfg: cfg}
 	if cfg.ownershipTimeout > 0 {
-		c.st.owners.SetTimeout(cfg.ownershipTimeout)
+		c.st.data.Owners.SetTimeout(cfg.ownershipTimeout)
 	}
 	c.st.initializeClusterMetadata()
 	for range max(n, 1) {
@@ -68,7 +68,7 @@ func WithOwnershipTimeout(d time.Duration) Option {
 func (c *Cluster) addBrokerLocked() *Broker {
 	i := len(c.brokers)
 	c.st.mu.Lock()
-	c.st.owners.AddNode()
+	c.st.data.Owners.AddNode()
 	c.st.mu.Unlock()
 	b := c.newBroker(i)
 	c.brokers = append(c.brokers, b)
@@ -173,8 +173,8 @@ func (c *Cluster) Owner(topic string) (int, error) {
 	}
 	c.st.mu.Lock()
 	defer c.st.mu.Unlock()
-	bd := c.st.owners.Of(tn.NamespaceName(), tn.String())
-	n, _ := c.st.owners.Current(bd, c.cfg.clock.Now())
+	bd := c.st.data.Owners.Of(tn.NamespaceName(), tn.String())
+	n, _ := c.st.data.Owners.Current(bd, c.cfg.clock.Now())
 	return n, nil
 }
 
@@ -187,7 +187,7 @@ func (c *Cluster) BundleOf(topic string) (Bundle, error) {
 	}
 	c.st.mu.Lock()
 	defer c.st.mu.Unlock()
-	return c.st.owners.Of(tn.NamespaceName(), tn.String()), nil
+	return c.st.data.Owners.Of(tn.NamespaceName(), tn.String()), nil
 }
 
 // Unload unloads the bundle holding topic, as `pulsar-admin namespaces
@@ -219,9 +219,9 @@ func (c *Cluster) unload(topic string, to int) error {
 		return err
 	}
 	c.st.mu.Lock()
-	at, owned := c.st.owners.Current(bd, c.cfg.clock.Now())
+	at, owned := c.st.data.Owners.Current(bd, c.cfg.clock.Now())
 	if !owned {
-		at = c.st.owners.Leader()
+		at = c.st.data.Owners.Leader()
 	}
 	c.st.mu.Unlock()
 	b := c.Broker(at)
@@ -241,7 +241,7 @@ func (c *Cluster) Stop(i int) error {
 	if b == nil {
 		return ErrNoSuchBroker
 	}
-	o := b.owners
+	o := b.data.Owners
 	b.mu.Lock()
 	b.stopping = true
 	o.Update(i, func(nd *bundles.Node) {
@@ -284,7 +284,7 @@ func (c *Cluster) Crash(i int) error {
 	b.mu.Lock()
 	b.stopping = true
 	now := b.cfg.clock.Now()
-	b.owners.Update(i, func(nd *bundles.Node) { nd.Alive, nd.GoneAt = false, now })
+	b.data.Owners.Update(i, func(nd *bundles.Node) { nd.Alive, nd.GoneAt = false, now })
 	b.mu.Unlock()
 	err := b.Close()
 	b.releaseAll(false, nil)
@@ -358,7 +358,7 @@ func (c *Cluster) Close() error {
 func (b *Broker) releaseBundle(bd Bundle, dst *bundles.Node) {
 	for _, t := range b.loadedTopics() {
 		b.mu.Lock()
-		in := t.name.NamespaceName() == bd.Namespace && b.owners.Of(bd.Namespace, t.full) == bd
+		in := t.name.NamespaceName() == bd.Namespace && b.data.Owners.Of(bd.Namespace, t.full) == bd
 		b.mu.Unlock()
 		if in {
 			b.releaseTopic(t, true, dst)
@@ -428,7 +428,7 @@ func (b *Broker) SetWebServiceURL(u string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.webURL = u
-	b.owners.Update(b.node, func(nd *bundles.Node) { nd.WebURL = u })
+	b.data.Owners.Update(b.node, func(nd *bundles.Node) { nd.WebURL = u })
 }
 
 // WebServiceURL returns the URL SetWebServiceURL gave, "" before.

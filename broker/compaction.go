@@ -37,44 +37,23 @@ const (
 	CompactionError   = "ERROR"
 )
 
-// compactedView is a topic's compacted view (Pulsar's compacted ledger):
-// for each key, its latest message up to the horizon, as entries at their
-// original positions. A batch entry some of whose messages are gone is
-// rewritten with those messages compacted out.
-type compactedView struct {
-	ran     bool  // a compaction ran: the status is SUCCESS
-	has     bool  // a compaction stored a view: horizon is set
-	horizon int64 // the last entry the view covers
-	pos     []int64
-	entries []*entry
-}
-
-// viewEntry returns the view's entry at position n, or nil.
-func (v *compactedView) viewEntry(n int64) *entry {
-	i, ok := slices.BinarySearch(v.pos, n)
-	if !ok {
-		return nil
-	}
-	return v.entries[i]
-}
-
 // CompactedHorizon is dispatch.Compacted's: the last entry of the view, -1
 // without one.
 func (l topicLog) CompactedHorizon() int64 {
-	if !l.t.view.has {
+	if !l.t.view.Has {
 		return -1
 	}
-	return l.t.view.horizon
+	return l.t.view.Horizon
 }
 
 // CompactedNext is dispatch.Compacted's: the view's first entry at or
 // after n, or the horizon plus one.
 func (l topicLog) CompactedNext(n int64) int64 {
 	v := &l.t.view
-	if i := sort.Search(len(v.pos), func(i int) bool { return v.pos[i] >= n }); i < len(v.pos) {
-		return v.pos[i]
+	if i := sort.Search(len(v.Pos), func(i int) bool { return v.Pos[i] >= n }); i < len(v.Pos) {
+		return v.Pos[i]
 	}
-	return v.horizon + 1
+	return v.Horizon + 1
 }
 
 // Compact compacts a topic now, as Pulsar's compactor does when the admin
@@ -161,7 +140,7 @@ func (b *Broker) CompactionStatus(topic string) (CompactionStatus, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.view.ran {
+	if !t.view.Ran {
 		return CompactionStatus{Status: CompactionNotRun}, nil
 	}
 	return CompactionStatus{Status: CompactionSuccess}, nil
@@ -177,10 +156,10 @@ func (b *Broker) CompactionStatus(topic string) (CompactionStatus, error) {
 // moves its horizon there; the subscription's mark-delete position does
 // not go back). With nothing to read, nothing changes.
 func (t *Topic) compactLocked() {
-	t.view.ran = true
+	t.view.Ran = true
 	s := t.subs[CompactionSubscription]
 	if s == nil {
-		s = t.newSubscriptionLocked(CompactionSubscription, true, t.log.base-1)
+		s = t.newSubscriptionLocked(CompactionSubscription, true, t.log.Base-1)
 	}
 	if s.disp == nil {
 		// Pulsar's compactor reads through an Exclusive consumer of the
@@ -189,10 +168,10 @@ func (t *Topic) compactLocked() {
 		s.disp = dispatch.New(s.dispatcherOptions(dispatch.Exclusive), s.cur)
 	}
 	last := t.lastDispatchableLocked()
-	if t.view.has && last <= t.view.horizon {
+	if t.view.Has && last <= t.view.Horizon {
 		last = -1
-		if n := len(t.view.pos); n > 0 {
-			last = t.view.pos[n-1]
+		if n := len(t.view.Pos); n > 0 {
+			last = t.view.Pos[n-1]
 		}
 	}
 	if last < 0 {
@@ -200,18 +179,18 @@ func (t *Topic) compactLocked() {
 	}
 	var in []compaction.Entry
 	src := map[int64]*entry{}
-	for i, p := range t.view.pos {
+	for i, p := range t.view.Pos {
 		if p <= last {
-			in = append(in, t.compactionEntry(p, t.view.entries[i]))
-			src[p] = t.view.entries[i]
+			in = append(in, t.compactionEntry(p, t.view.Entries[i]))
+			src[p] = t.view.Entries[i]
 		}
 	}
-	from := t.log.base
-	if t.view.has {
-		from = max(from, t.view.horizon+1)
+	from := t.log.Base
+	if t.view.Has {
+		from = max(from, t.view.Horizon+1)
 	}
 	for n := from; n <= last; n++ {
-		e := t.log.get(n)
+		e := t.log.Get(n)
 		if e == nil || t.entrySkip(e) {
 			continue
 		}
@@ -219,14 +198,14 @@ func (t *Topic) compactLocked() {
 		src[n] = e
 	}
 	kept := compaction.Compact(in, compaction.Options{})
-	v := compactedView{ran: true, has: true, horizon: last}
+	v := compactedView{Ran: true, Has: true, Horizon: last}
 	for _, k := range kept {
 		e := src[k.Pos]
 		if k.Keep != nil {
 			e = t.rewriteBatch(e, k.Keep)
 		}
-		v.pos = append(v.pos, k.Pos)
-		v.entries = append(v.entries, e)
+		v.Pos = append(v.Pos, k.Pos)
+		v.Entries = append(v.Entries, e)
 	}
 	t.view = v
 	if last > s.cur.MarkDelete() {
@@ -241,8 +220,8 @@ func (t *Topic) compactLocked() {
 // messages' keys and sizes. An entry that does not parse counts as one
 // message without a key.
 func (t *Topic) compactionEntry(n int64, e *entry) compaction.Entry {
-	ce := compaction.Entry{Pos: n, Marker: e.marker}
-	md, body, err := openEntry(e.data, t.b.cfg.maxMessageSize)
+	ce := compaction.Entry{Pos: n, Marker: e.Marker}
+	md, body, err := openEntry(e.Data, t.b.cfg.maxMessageSize)
 	if err != nil {
 		ce.Messages = []compaction.Message{{}}
 		return ce
@@ -274,7 +253,7 @@ func (t *Topic) compactionEntry(n int64, e *entry) compaction.Entry {
 // as Pulsar's compactor rewrites a batch. The body is stored uncompressed.
 // An entry keeping all of its messages is returned as it is.
 func (t *Topic) rewriteBatch(e *entry, keep []bool) *entry {
-	md, body, err := openEntry(e.data, t.b.cfg.maxMessageSize)
+	md, body, err := openEntry(e.Data, t.b.cfg.maxMessageSize)
 	if err != nil {
 		return e
 	}
@@ -299,7 +278,7 @@ func (t *Topic) rewriteBatch(e *entry, keep []bool) *entry {
 	nmd.UncompressedSize = proto.Uint32(uint32(len(nb)))
 	out := *e
 	// The broker entry metadata stays, as Pulsar's compactor keeps it.
-	out.data = protocol.AppendPayload(slices.Clone(e.data[:e.metaLen]), nmd, nb)
+	out.Data = protocol.AppendPayload(slices.Clone(e.Data[:e.MetaLen]), nmd, nb)
 	return &out
 }
 
@@ -310,12 +289,12 @@ func (t *Topic) rewriteBatch(e *entry, keep []bool) *entry {
 // empty view.
 func (t *Topic) lastCompactedIDLocked() *pb.MessageIdData {
 	v := &t.view
-	if len(v.pos) == 0 {
+	if len(v.Pos) == 0 {
 		return t.lastIDLocked(minusOne, minusOne, -1)
 	}
-	n := v.pos[len(v.pos)-1]
+	n := v.Pos[len(v.Pos)-1]
 	index := int32(-1)
-	if e := v.entries[len(v.entries)-1]; e.batched && e.messages > 1 {
+	if e := v.Entries[len(v.Entries)-1]; e.Batched && e.Messages > 1 {
 		index = lastKeptIndex(e, t.b.cfg.maxMessageSize)
 	}
 	return t.lastIDLocked(t.ledger, uint64(n), index)
@@ -324,7 +303,7 @@ func (t *Topic) lastCompactedIDLocked() *pb.MessageIdData {
 // lastKeptIndex returns the index of the last message of batch entry e
 // that is not compacted out, or -1.
 func lastKeptIndex(e *entry, limit int) int32 {
-	md, body, err := openEntry(e.data, limit)
+	md, body, err := openEntry(e.Data, limit)
 	if err != nil {
 		return -1
 	}
@@ -387,7 +366,7 @@ func (t *Topic) compactionBacklogLocked() int64 {
 			return t.backlogSizeLocked()
 		}
 	}
-	return t.log.totalBytes - t.log.freedBytes
+	return t.log.TotalBytes - t.log.FreedBytes
 }
 
 // ensureCompactionSubscriptionLocked creates the __compaction subscription
@@ -396,7 +375,7 @@ func (t *Topic) compactionBacklogLocked() int64 {
 // everything published since.
 func (t *Topic) ensureCompactionSubscriptionLocked(p *Policies) {
 	if t.name.Persistent && *p.CompactionThreshold > 0 && t.subs[CompactionSubscription] == nil {
-		t.newSubscriptionLocked(CompactionSubscription, true, t.log.base-1)
+		t.newSubscriptionLocked(CompactionSubscription, true, t.log.Base-1)
 	}
 }
 

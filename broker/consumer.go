@@ -116,7 +116,7 @@ func (c *conn) handleFlow(f *pb.CommandFlow) bool {
 // (Pulsar's cursor refuses those).
 func (t *Topic) entryOf(id *pb.MessageIdData) (int64, bool) {
 	n := int64(id.GetEntryId())
-	if id.GetLedgerId() != t.ledger || n < 0 || n >= t.log.end() {
+	if id.GetLedgerId() != t.ledger || n < 0 || n >= t.log.End() {
 		return 0, false
 	}
 	return n, true
@@ -203,8 +203,8 @@ func (s *Subscription) applyAckLocked(cs *Consumer, n int64, id *pb.MessageIdDat
 	now := s.topic.b.cfg.clock.Now()
 	cs.lastAcked, s.lastAcked = now, now
 	msgs := int64(1)
-	if e := s.topic.log.get(n); e != nil && len(id.GetAckSet()) == 0 {
-		msgs = int64(e.messages)
+	if e := s.topic.log.Get(n); e != nil && len(id.GetAckSet()) == 0 {
+		msgs = int64(e.Messages)
 	}
 	wall := time.Now() // the meters' clock
 	cs.acks.add(wall, msgs)
@@ -222,10 +222,10 @@ func (s *Subscription) ackEntryLocked(n int64, ackSet []int64, cumulative bool, 
 	s.cursorWrittenLocked()
 	defer s.persistLocked()
 	defer s.noteMarkDeleteLocked(s.cur.MarkDelete())
-	e := t.log.get(n)
+	e := t.log.Get(n)
 	switch {
 	case cumulative:
-		if len(ackSet) > 0 && e != nil && e.batched {
+		if len(ackSet) > 0 && e != nil && e.Batched {
 			// Up to a batch index: the entries before are acknowledged;
 			// with batch-index acks on, the batch keeps its
 			// unacknowledged indexes, else it stays whole.
@@ -233,13 +233,13 @@ func (s *Subscription) ackEntryLocked(n int64, ackSet []int64, cumulative bool, 
 				upTo(n - 1)
 			}
 			if t.b.cfg.batchIndexAck {
-				s.disp.AckBatchIndexes(n, int(e.messages), ackSet)
+				s.disp.AckBatchIndexes(n, int(e.Messages), ackSet)
 			}
 			break
 		}
 		upTo(n)
-	case len(ackSet) > 0 && t.b.cfg.batchIndexAck && e != nil && e.batched:
-		s.disp.AckBatchIndexes(n, int(e.messages), ackSet)
+	case len(ackSet) > 0 && t.b.cfg.batchIndexAck && e != nil && e.Batched:
+		s.disp.AckBatchIndexes(n, int(e.Messages), ackSet)
 	case len(ackSet) > 0:
 		// Batch-index acks off: Pulsar's cursor ignores a position
 		// with an ack set, while the subscription still drops the
@@ -375,7 +375,7 @@ func (c *conn) handleGetLastMessageID(g *pb.CommandGetLastMessageId) {
 	t := cs.sub.topic
 	t.mu.Lock()
 	last := t.lastMessageIDLocked()
-	if cs.readCompacted && t.view.has && t.lastDispatchableLocked() <= t.view.horizon {
+	if cs.readCompacted && t.view.Has && t.lastDispatchableLocked() <= t.view.Horizon {
 		last = t.lastCompactedIDLocked()
 	}
 	// Pulsar names the mark-delete position by ledger and entry alone.
@@ -393,8 +393,8 @@ func (t *Topic) lastMessageIDLocked() *pb.MessageIdData {
 	if n < 0 {
 		return t.lastIDLocked(minusOne, minusOne, -1)
 	}
-	if e := t.log.get(n); e != nil && e.batched {
-		return t.lastIDLocked(t.ledger, uint64(n), e.messages-1)
+	if e := t.log.Get(n); e != nil && e.Batched {
+		return t.lastIDLocked(t.ledger, uint64(n), e.Messages-1)
 	}
 	return t.lastIDLocked(t.ledger, uint64(n), -1)
 }
@@ -423,7 +423,7 @@ func (c *conn) handleConsumerStats(st *pb.CommandConsumerStats) bool {
 	t := cs.sub.topic
 	t.mu.Lock()
 	snap := cs.sub.disp.Snapshot()
-	backlog := cs.sub.cur.Backlog(t.log.end())
+	backlog := cs.sub.cur.Backlog(t.log.End())
 	typ := cs.sub.typ.String()
 	stats := cs.statsLocked(time.Now())
 	t.mu.Unlock()

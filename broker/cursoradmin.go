@@ -18,7 +18,7 @@ import (
 func (b *Broker) SkipMessages(topic, sub string, n int64) error {
 	return b.onSubscriptions(topic, sub, func(t *Topic, s *Subscription) {
 		last, left := s.cur.MarkDelete(), n
-		for e := s.cur.NextUnacked(last + 1); left > 0 && e < t.log.end(); e = s.cur.NextUnacked(e + 1) {
+		for e := s.cur.NextUnacked(last + 1); left > 0 && e < t.log.End(); e = s.cur.NextUnacked(e + 1) {
 			last, left = e, left-1
 		}
 		t.markDeleteThroughLocked(s, last, "skip")
@@ -29,7 +29,7 @@ func (b *Broker) SkipMessages(topic, sub string, n int64) error {
 // yet (skip_all).
 func (b *Broker) ClearBacklog(topic, sub string) error {
 	return b.onSubscriptions(topic, sub, func(t *Topic, s *Subscription) {
-		t.markDeleteThroughLocked(s, t.log.end()-1, "clear-backlog")
+		t.markDeleteThroughLocked(s, t.log.End()-1, "clear-backlog")
 	})
 }
 
@@ -44,10 +44,10 @@ func (b *Broker) ExpireMessages(topic, sub string, age time.Duration) error {
 	cutoff := b.cfg.clock.Now().UnixMilli() - age.Milliseconds()
 	var refused error
 	err := b.onSubscriptions(topic, sub, func(t *Topic, s *Subscription) {
-		backlog := s.cur.Backlog(t.log.end())
-		oldest := max(s.cur.NextUnacked(s.cur.MarkDelete()+1), t.log.base)
-		expired := func(e int64) bool { return age != 0 && int64(t.log.get(e).publishTime) < cutoff }
-		if backlog == 0 || len(s.consumers) > 0 && backlog < 1000 && !(oldest < t.log.end() && expired(oldest)) {
+		backlog := s.cur.Backlog(t.log.End())
+		oldest := max(s.cur.NextUnacked(s.cur.MarkDelete()+1), t.log.Base)
+		expired := func(e int64) bool { return age != 0 && int64(t.log.Get(e).PublishTime) < cutoff }
+		if backlog == 0 || len(s.consumers) > 0 && backlog < 1000 && !(oldest < t.log.End() && expired(oldest)) {
 			refused = errorf(ErrExpiryNotIssued, "Expire message by timestamp not issued on topic %s for subscription %s"+
 				" due to ongoing message expiration not finished or subscription almost catch  up. If it's performed on"+
 				" a partitioned topic operation might succeeded on other partitions, please check stats of individual"+
@@ -55,7 +55,7 @@ func (b *Broker) ExpireMessages(topic, sub string, age time.Duration) error {
 			return
 		}
 		last := s.cur.MarkDelete()
-		for e := max(last+1, t.log.base); e < t.log.end() && expired(e); e++ {
+		for e := max(last+1, t.log.Base); e < t.log.End() && expired(e); e++ {
 			last = e
 		}
 		t.markDeleteThroughLocked(s, last, "expire-messages")
@@ -84,11 +84,11 @@ func (b *Broker) ResetCursorToMessage(topic, sub string, id MessageID, excluded 
 		var target int64
 		switch {
 		case id.Ledger < 0 || id.Ledger < int64(t.ledger):
-			target = t.log.base
-		case id.Ledger > int64(t.ledger) || id.Entry < 0 || id.Entry >= t.log.end():
-			target = t.log.end()
+			target = t.log.Base
+		case id.Ledger > int64(t.ledger) || id.Entry < 0 || id.Entry >= t.log.End():
+			target = t.log.End()
 		default:
-			target = max(id.Entry, t.log.base)
+			target = max(id.Entry, t.log.Base)
 			if excluded {
 				target++
 			}
@@ -132,7 +132,7 @@ func (t *Topic) markDeleteThroughLocked(s *Subscription, last int64, reason stri
 		return
 	}
 	s.cursorWrittenLocked()
-	backlog := s.cur.Backlog(t.log.end())
+	backlog := s.cur.Backlog(t.log.End())
 	if s.disp != nil {
 		s.disp.Expire(last)
 	} else {
@@ -143,7 +143,7 @@ func (t *Topic) markDeleteThroughLocked(s *Subscription, last int64, reason stri
 	if reason != "skip" && reason != "clear-backlog" {
 		// An expiry (message TTL, a request, a backlog quota by age):
 		// Pulsar's stats count the entries it acknowledged.
-		s.expired.add(time.Now(), backlog-s.cur.Backlog(t.log.end()))
+		s.expired.add(time.Now(), backlog-s.cur.Backlog(t.log.End()))
 		s.lastExpired = t.b.cfg.clock.Now()
 	}
 	t.b.emit(Event{Kind: EventExpired, Topic: t.full, Subscription: s.name, From: t.eventID(first),

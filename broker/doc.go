@@ -47,13 +47,15 @@
 //
 // # Inside: which layer owns what
 //
-// The store (store.go) is what the brokers of a cluster share and what
-// outlives them, as Pulsar's metadata store and BookKeeper keep it:
+// The store (package store) is what the brokers of a cluster share and
+// what outlives them, as Pulsar's metadata store and BookKeeper keep it:
 // tenants and namespaces, policies, partitioned-topic metadata, schemas,
 // security policies, each persistent topic's ledger (entries and durable
-// cursors, load.go), and which broker owns which bundle (package bundles,
-// a pure table like cursor and dispatch). It
-// knows nothing of connections. A Broker is one serving node: listeners and
+// cursors), and which broker owns which bundle (package bundles). Like
+// cursor and dispatch it is a plain structure without locks: it imports no
+// serving code, so it cannot know of connections. The brokers of a cluster
+// hold it, with the locks that guard it, in their shared value (store.go).
+// A Broker is one serving node: listeners and
 // connections, the handshake, lookups (owner.go), the topics it has loaded
 // with their producers, subscriptions, consumers, dispatchers and
 // redelivery counters, faults and holds, timers and the event stream; it
@@ -84,7 +86,7 @@
 //     broker-side close removing one before its CLOSE_* goes out, stats
 //     reading the client version), under a handling lock (a fault resolving
 //     a consumer id), or alone.
-//  4. the store's lock (store.mu, which a broker reaches as Broker.mu: the
+//  4. the broker lock (shared.mu, which a broker reaches as Broker.mu: the
 //     brokers of a cluster share it), which guards the store (metadata,
 //     ledgers' table, bundle ownership) and each broker's topic table,
 //     listeners and connection set. Taken under a topic lock (schema
@@ -110,7 +112,7 @@
 // before all of the above (Listen and AddBroker start brokers under it),
 // and no broker takes it.
 //
-// The security policies' lock (store.secmu) is a leaf: nothing is taken
+// The security policies' lock (shared.secmu) is a leaf: nothing is taken
 // under it. So is a connection's read gate lock (conn.reads.mu), taken
 // under a topic lock when a publish rate limit pauses or resumes the
 // connection's reader, or by the reader alone.

@@ -48,7 +48,7 @@ const EventReachedEndOfTopic EventKind = "reached-end-of-topic"
 // acknowledged everything.
 func (s *Subscription) reachedEndLocked() {
 	t := s.topic
-	if !t.terminated || s.cur.Backlog(t.log.end()) != 0 {
+	if !t.terminated || s.cur.Backlog(t.log.End()) != 0 {
 		return
 	}
 	for _, cons := range s.consumers {

@@ -83,15 +83,15 @@ func (t *Topic) addEntryMetadataLocked(e *entry) {
 	if t.b.cfg.entryMeta.BrokerTimestamp {
 		now := uint64(t.b.nowMillis())
 		m.BrokerTimestamp, m.HasTimestamp = now, true
-		e.publishTime = now
+		e.PublishTime = now
 	}
 	if t.b.cfg.entryMeta.Index {
-		t.messagesIndexed += int64(e.messages)
+		t.messagesIndexed += int64(e.Messages)
 		m.Index, m.HasIndex = uint64(t.messagesIndexed-1), true
 	}
-	data := protocol.AppendBrokerEntryMetadata(make([]byte, 0, 32+len(e.data)), m)
-	e.metaLen = uint8(len(data))
-	e.data = append(data, e.data...)
+	data := protocol.AppendBrokerEntryMetadata(make([]byte, 0, 32+len(e.Data)), m)
+	e.MetaLen = uint8(len(data))
+	e.Data = append(data, e.Data...)
 }
 
 // takeEntryMetadata records whether the connection's consumers receive
@@ -103,10 +103,10 @@ func (c *conn) takeEntryMetadata(version int32, announced bool) {
 // entryBytes returns what a MESSAGE to this connection carries of e: the
 // stored entry, less its broker entry metadata unless the client takes it.
 func (c *conn) entryBytes(e *entry) []byte {
-	if e.metaLen == 0 || c.entryMetadata.Load() {
-		return e.data
+	if e.MetaLen == 0 || c.entryMetadata.Load() {
+		return e.Data
 	}
-	return e.data[e.metaLen:]
+	return e.Data[e.MetaLen:]
 }
 
 // entryMetadataOf returns the broker timestamp (zero for none) and the

@@ -58,13 +58,13 @@ func (t *Topic) expireLocked(now time.Time, ttl int64, reason string) {
 		return
 	}
 	cutoff := now.UnixMilli() - ttl*1000
-	from := t.log.end()
+	from := t.log.End()
 	for _, s := range t.subs {
 		from = min(from, s.cur.MarkDelete()+1)
 	}
 	last := from - 1
-	for n := max(from, t.log.base); n < t.log.end(); n++ {
-		if int64(t.log.get(n).publishTime) >= cutoff {
+	for n := max(from, t.log.Base); n < t.log.End(); n++ {
+		if int64(t.log.Get(n).PublishTime) >= cutoff {
 			break
 		}
 		last = n

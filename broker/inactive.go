@@ -97,7 +97,7 @@ func (t *Topic) activeLocked(mode InactiveTopicDeleteMode) bool {
 		return len(t.subs) > 0
 	}
 	for _, s := range t.subs {
-		if s.cur.Backlog(t.log.end()) > 0 {
+		if s.cur.Backlog(t.log.End()) > 0 {
 			return true
 		}
 	}
@@ -108,7 +108,7 @@ func (t *Topic) activeLocked(mode InactiveTopicDeleteMode) bool {
 // entries stays while its retention time, counted from when it was last
 // active, has not passed (forever for -1).
 func (t *Topic) retainedLocked(idle time.Duration) bool {
-	if t.log.end() == t.log.base {
+	if t.log.End() == t.log.Base {
 		return false
 	}
 	minutes := t.policiesLocked().Retention.Minutes

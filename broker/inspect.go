@@ -104,7 +104,7 @@ func (b *Broker) Topic(topic string) (TopicSnapshot, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ts := TopicSnapshot{Name: t.full, Persistent: t.name.Persistent, Partition: t.name.Partition,
-		Entries: t.log.end(), Retained: int64(len(t.log.entries))}
+		Entries: t.log.End(), Retained: int64(len(t.log.Entries))}
 	for p := range t.producers {
 		ts.Producers = append(ts.Producers, p.Name)
 	}
@@ -126,11 +126,11 @@ func (b *Broker) Topics() []string {
 // topicNamesLocked returns the sorted names of the topics this broker has
 // loaded and of every persistent topic whose ledger the store keeps.
 func (b *Broker) topicNamesLocked() []string {
-	out := make([]string, 0, len(b.topics)+len(b.ledgers))
+	out := make([]string, 0, len(b.topics)+len(b.data.Ledgers))
 	for name := range b.topics {
 		out = append(out, name)
 	}
-	for name := range b.ledgers {
+	for name := range b.data.Ledgers {
 		if b.topics[name] == nil {
 			out = append(out, name)
 		}
@@ -157,7 +157,7 @@ func (s *Subscription) snapshotLocked() SubscriptionSnapshot {
 		Durable:      s.durable,
 		MarkDelete:   t.eventID(s.cur.MarkDelete()),
 		ReadPosition: t.eventID(s.cur.ReadPosition()),
-		Backlog:      s.cur.Backlog(t.log.end()),
+		Backlog:      s.cur.Backlog(t.log.End()),
 	}
 	for _, e := range s.cur.Acked() {
 		snap.Acked = append(snap.Acked, t.eventID(e))
@@ -167,8 +167,8 @@ func (s *Subscription) snapshotLocked() SubscriptionSnapshot {
 			snap.PartlyAcked = map[int64][]int32{}
 		}
 		size := int32(1)
-		if en := t.log.get(e); en != nil {
-			size = en.messages
+		if en := t.log.Get(e); en != nil {
+			size = en.Messages
 		}
 		// Walk the set's bits, not the batch size the producer claimed.
 		var left []int32

@@ -86,17 +86,17 @@ func (b *Broker) TopicInternalStats(topic string) (TopicInternalStats, error) {
 	if !tn.Persistent {
 		// Nothing is stored: the messages published, and the names of the
 		// subscriptions.
-		st := TopicInternalStats{EntriesAdded: t.log.end(), Cursors: map[string]CursorInternalStats{}}
+		st := TopicInternalStats{EntriesAdded: t.log.End(), Cursors: map[string]CursorInternalStats{}}
 		for name := range t.subs {
 			st.Cursors[name] = CursorInternalStats{}
 		}
 		return st, nil
 	}
-	st := TopicInternalStats{Ledger: int64(t.ledger), LedgerCreated: t.created, EntriesAdded: t.log.end(),
-		Entries: int64(len(t.log.entries)), LastEntry: t.log.end() - 1, Terminated: t.terminated,
+	st := TopicInternalStats{Ledger: int64(t.ledger), LedgerCreated: t.created, EntriesAdded: t.log.End(),
+		Entries: int64(len(t.log.Entries)), LastEntry: t.log.End() - 1, Terminated: t.terminated,
 		Cursors: map[string]CursorInternalStats{}}
-	for _, e := range t.log.entries {
-		st.Size += int64(len(e.data))
+	for _, e := range t.log.Entries {
+		st.Size += int64(len(e.Data))
 	}
 	for name, s := range t.subs {
 		st.Cursors[name] = s.internalStatsLocked()
@@ -107,7 +107,7 @@ func (b *Broker) TopicInternalStats(topic string) (TopicInternalStats, error) {
 // internalStatsLocked reports the subscription's cursor.
 func (s *Subscription) internalStatsLocked() CursorInternalStats {
 	t := s.topic
-	end := t.log.end()
+	end := t.log.End()
 	cs := CursorInternalStats{MarkDelete: s.cur.MarkDelete(), ReadPosition: s.cur.ReadPosition(),
 		Ledger: int64(s.cursorLedger), Durable: s.durable, Active: len(s.consumers) > 0, Created: s.created}
 	if s.fromFirst && cs.MarkDelete == s.settledAtStart-1 && cs.ReadPosition == cs.MarkDelete+1 {
@@ -157,8 +157,8 @@ func (s *Subscription) cursorWrittenLocked() {
 	}
 	b := s.topic.b
 	b.mu.Lock()
-	s.cursorLedger = b.nextLedger
-	b.nextLedger++
+	s.cursorLedger = b.data.NextLedger
+	b.data.NextLedger++
 	b.mu.Unlock()
 }
 

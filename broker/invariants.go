@@ -128,17 +128,17 @@ type subSettlement struct {
 }
 
 func (t *Topic) settlementLocked() topicSettlement {
-	ts := topicSettlement{topic: t.full, base: t.log.base, end: t.log.end(), sizes: map[int64]int32{}}
+	ts := topicSettlement{topic: t.full, base: t.log.Base, end: t.log.End(), sizes: map[int64]int32{}}
 	note := func(n int64) {
-		if e := t.log.get(n); e != nil {
-			ts.sizes[n] = e.messages
+		if e := t.log.Get(n); e != nil {
+			ts.sizes[n] = e.Messages
 		}
 	}
 	for _, s := range t.subs {
 		ss := subSettlement{name: s.name, backlog: s.cur.Backlog(ts.end), txnHeld: s.txnHeldLocked(),
 			idleCounts: maps.Clone(s.returnedIdle)}
-		if s.readCompacted && t.view.has {
-			horizon, inView := t.view.horizon, slices.Clone(t.view.pos)
+		if s.readCompacted && t.view.Has {
+			horizon, inView := t.view.Horizon, slices.Clone(t.view.Pos)
 			ss.compactedAway = func(n int64) bool {
 				_, found := slices.BinarySearch(inView, n)
 				return n <= horizon && !found

@@ -404,7 +404,7 @@ var corruptions = []corruption{{
 	want:     RuleOneState, entry: 0, detail: "which is not the active consumer",
 }, {
 	name: "freed while not acknowledged", setup: holdAll(pulsar.Shared, 6),
-	corrupt: func(tp *Topic, _ *Subscription) { tp.log.freeThrough(2) },
+	corrupt: func(tp *Topic, _ *Subscription) { tp.log.FreeThrough(2) },
 	want:    RuleOneState, entry: 0, detail: "entries 0 to 2 were freed",
 }, {
 	name: "acknowledged before it was published", setup: holdAll(pulsar.Shared, 3),

@@ -56,7 +56,7 @@ func (b *Broker) ListenTLS(addr string, cfg *tls.Config) error {
 	}
 	b.tlsLn = ln
 	b.tlsURL = "pulsar+ssl://" + ln.Addr().String()
-	b.owners.Update(b.node, func(nd *bundles.Node) { nd.TLSURL = b.advertise(b.tlsURL) })
+	b.data.Owners.Update(b.node, func(nd *bundles.Node) { nd.TLSURL = b.advertise(b.tlsURL) })
 	b.wg.Add(1)
 	b.mu.Unlock()
 	go func() {

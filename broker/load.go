@@ -30,8 +30,8 @@ import (
 // newLedgerLocked gives t a new ledger in the store. Called under the store's
 // lock, for a persistent topic created on this broker.
 func (b *Broker) newLedgerLocked(t *Topic) {
-	l := &ledger{id: t.ledger, log: t.log, created: t.created, loaded: true}
-	b.ledgers[t.full] = l
+	l := &ledger{ID: t.ledger, Log: t.log, Created: t.created, Loaded: true}
+	b.data.Ledgers[t.full] = l
 }
 
 // createOrRecordLocked creates a topic the admin API asked for: loaded here
@@ -45,8 +45,8 @@ func (b *Broker) createOrRecordLocked(tn TopicName) {
 		return
 	}
 	if tn.Persistent {
-		b.ledgers[tn.String()] = &ledger{id: b.nextLedger, log: &entryLog{}, created: b.cfg.clock.Now()}
-		b.nextLedger++
+		b.data.Ledgers[tn.String()] = &ledger{ID: b.data.NextLedger, Log: &entryLog{}, Created: b.cfg.clock.Now()}
+		b.data.NextLedger++
 	}
 }
 
@@ -54,29 +54,29 @@ func (b *Broker) createOrRecordLocked(tn TopicName) {
 // has one, and reports whether it had. Called under the store's lock, before
 // any other goroutine sees t.
 func (b *Broker) loadLedgerLocked(t *Topic) bool {
-	l := b.ledgers[t.full]
+	l := b.data.Ledgers[t.full]
 	if l == nil {
 		return false
 	}
-	l.loaded = true
-	t.ledger, t.log, t.created = l.id, l.log, l.created
-	t.terminated = l.terminated
-	t.topicEpoch, t.hasEpoch = l.topicEpoch, l.hasEpoch
-	t.view = l.view
-	t.buf = l.buf
-	if len(l.dedupLast) > 0 {
-		t.dedup = dedup{on: true, last: maps.Clone(l.dedupLast), idle: map[string]time.Time{}}
+	l.Loaded = true
+	t.ledger, t.log, t.created = l.ID, l.Log, l.Created
+	t.terminated = l.Terminated
+	t.topicEpoch, t.hasEpoch = l.TopicEpoch, l.HasEpoch
+	t.view = l.View
+	t.buf = l.Buf
+	if len(l.DedupLast) > 0 {
+		t.dedup = dedup{on: true, last: maps.Clone(l.DedupLast), idle: map[string]time.Time{}}
 	}
-	for name, d := range l.subs {
+	for name, d := range l.Subs {
 		// The cursor comes back as persisted: read position at the first
 		// unacknowledged entry, no redelivery counters (cursor.Durable).
-		s := t.newSubscriptionLocked(name, true, d.cur.MarkDelete())
-		s.cur = d.cur
-		s.created = d.created
-		s.cursorLedger = d.cursorLedger
-		s.fromFirst = d.fromFirst
-		s.properties = d.properties
-		s.settledAtStart = t.log.base
+		s := t.newSubscriptionLocked(name, true, d.Cursor.MarkDelete())
+		s.cur = d.Cursor
+		s.created = d.Created
+		s.cursorLedger = d.CursorLedger
+		s.fromFirst = d.FromFirst
+		s.properties = d.Properties
+		s.settledAtStart = t.log.Base
 	}
 	return true
 }
@@ -104,17 +104,17 @@ func (t *Topic) releaseLocked(tell bool, dst *bundles.Node) *ledger {
 		return nil
 	}
 	l := &ledger{
-		id: t.ledger, log: t.log, created: t.created,
-		subs:       map[string]durableSub{},
-		terminated: t.terminated,
-		topicEpoch: t.topicEpoch, hasEpoch: t.hasEpoch,
-		dedupLast: maps.Clone(t.dedup.last),
-		view:      t.view,
-		buf:       t.buf,
+		ID: t.ledger, Log: t.log, Created: t.created,
+		Subs:       map[string]durableSub{},
+		Terminated: t.terminated,
+		TopicEpoch: t.topicEpoch, HasEpoch: t.hasEpoch,
+		DedupLast: maps.Clone(t.dedup.last),
+		View:      t.view,
+		Buf:       t.buf,
 	}
 	// Pulsar loads the topic anew: its compaction status starts again
 	// from NOT_RUN (the compacted view stays).
-	l.view.ran = false
+	l.View.Ran = false
 	for name, s := range t.subs {
 		if !s.durable {
 			continue
@@ -126,8 +126,8 @@ func (t *Topic) releaseLocked(tell bool, dst *bundles.Node) *ledger {
 		if !tell && s.persisted != nil {
 			cur = s.persisted
 		}
-		l.subs[name] = durableSub{cur: cur, created: s.created, cursorLedger: s.cursorLedger, fromFirst: s.fromFirst,
-			properties: s.properties}
+		l.Subs[name] = durableSub{Cursor: cur, Created: s.created, CursorLedger: s.cursorLedger, FromFirst: s.fromFirst,
+			Properties: s.properties}
 	}
 	t.log = &entryLog{}
 	t.subs = map[string]*Subscription{}
@@ -144,8 +144,8 @@ func (b *Broker) forgetReleased(t *Topic, l *ledger) {
 	if b.topics[t.full] == t {
 		delete(b.topics, t.full)
 	}
-	if l != nil && b.ledgers[t.full] != nil {
-		b.ledgers[t.full] = l
+	if l != nil && b.data.Ledgers[t.full] != nil {
+		b.data.Ledgers[t.full] = l
 	}
 }
 

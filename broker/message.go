@@ -202,14 +202,14 @@ func (b *Broker) Messages(topic string) ([]Message, error) {
 		id   MessageID
 		txn  *TxnID
 	}
-	entries := make([]stored, 0, len(t.log.entries))
-	for i, e := range t.log.entries {
-		if e.marker {
+	entries := make([]stored, 0, len(t.log.Entries))
+	for i, e := range t.log.Entries {
+		if e.Marker {
 			continue // a transaction's marker holds no message
 		}
-		s := stored{data: e.data, id: t.eventID(t.log.base + int64(i))}
-		if e.inTxn {
-			id := e.txn
+		s := stored{data: e.Data, id: t.eventID(t.log.Base + int64(i))}
+		if e.InTxn {
+			id := e.Txn
 			s.txn = &id
 		}
 		entries = append(entries, s)
@@ -293,8 +293,8 @@ func (b *Broker) Entry(topic string, id MessageID) (Entry, error) {
 	t.mu.Lock()
 	var data []byte
 	if id.Ledger == int64(t.ledger) {
-		if e := t.log.get(id.Entry); e != nil {
-			data = e.data
+		if e := t.log.Get(id.Entry); e != nil {
+			data = e.Data
 		}
 	}
 	eid := t.eventID(id.Entry)

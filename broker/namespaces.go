@@ -8,24 +8,13 @@ import (
 	"github.com/pulsarsim/pulsarsim/model"
 )
 
-// namespaceRegistry holds the tenants and namespaces, starting with those of
-// a Pulsar standalone; the others are created through the admin API (or,
-// with WithAutoNamespaceCreation, by their first topic). As on Pulsar, a
-// topic lives in a namespace that exists: a producer, consumer, lookup or
-// admin request on a topic of another namespace is refused. It changes under
-// Broker.mu.
-type namespaceRegistry struct {
-	tenants    map[string]bool
-	namespaces map[string]bool // "tenant/ns"
-}
-
 // registryLocked returns the registry, filling in a standalone's tenants and
 // namespaces on first use.
 func (b *Broker) registryLocked() *namespaceRegistry {
-	r := &b.nsreg
-	if r.tenants == nil {
-		r.tenants = map[string]bool{"public": true, "pulsar": true}
-		r.namespaces = map[string]bool{"public/default": true, "public/functions": true, "pulsar/system": true}
+	r := &b.data.Registry
+	if r.Tenants == nil {
+		r.Tenants = map[string]bool{"public": true, "pulsar": true}
+		r.Namespaces = map[string]bool{"public/default": true, "public/functions": true, "pulsar/system": true}
 	}
 	return r
 }
@@ -38,10 +27,10 @@ func (b *Broker) CreateTenant(tenant string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := b.registryLocked()
-	if r.tenants[tenant] {
+	if r.Tenants[tenant] {
 		return ErrTenantExists
 	}
-	r.tenants[tenant] = true
+	r.Tenants[tenant] = true
 	return nil
 }
 
@@ -50,8 +39,8 @@ func (b *Broker) Tenants() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := b.registryLocked()
-	out := make([]string, 0, len(r.tenants))
-	for t := range r.tenants {
+	out := make([]string, 0, len(r.Tenants))
+	for t := range r.Tenants {
 		out = append(out, t)
 	}
 	sort.Strings(out)
@@ -63,15 +52,15 @@ func (b *Broker) DeleteTenant(tenant string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := b.registryLocked()
-	if !r.tenants[tenant] {
+	if !r.Tenants[tenant] {
 		return ErrTenantNotFound
 	}
-	for ns := range r.namespaces {
+	for ns := range r.Namespaces {
 		if strings.HasPrefix(ns, tenant+"/") {
 			return ErrTenantNotEmpty
 		}
 	}
-	delete(r.tenants, tenant)
+	delete(r.Tenants, tenant)
 	return nil
 }
 
@@ -96,18 +85,18 @@ func (b *Broker) CreateNamespace(ns string) error {
 	defer b.mu.Unlock()
 	r := b.registryLocked()
 	switch {
-	case !r.tenants[tenant]:
+	case !r.Tenants[tenant]:
 		return ErrTenantNotFound
-	case r.namespaces[ns]:
+	case r.Namespaces[ns]:
 		return ErrNamespaceExists
 	}
-	r.namespaces[ns] = true
+	r.Namespaces[ns] = true
 	return nil
 }
 
 // namespaceExistsLocked reports whether ns is registered.
 func (b *Broker) namespaceExistsLocked(ns string) bool {
-	return b.registryLocked().namespaces[ns]
+	return b.registryLocked().Namespaces[ns]
 }
 
 // errNoNamespace is how the broker refuses a topic of a namespace that does
@@ -127,15 +116,15 @@ func WithAutoNamespaceCreation(on bool) Option { return func(c *config) { c.auto
 // tenant) first when WithAutoNamespaceCreation is on.
 func (b *Broker) namespaceReadyLocked(ns string) bool {
 	r := b.registryLocked()
-	if r.namespaces[ns] {
+	if r.Namespaces[ns] {
 		return true
 	}
 	if !b.cfg.autoNamespaces || ValidateNamespaceName(ns) != nil {
 		return false
 	}
 	tenant, _, _ := strings.Cut(ns, "/")
-	r.tenants[tenant] = true
-	r.namespaces[ns] = true
+	r.Tenants[tenant] = true
+	r.Namespaces[ns] = true
 	return true
 }
 
@@ -158,11 +147,11 @@ func (b *Broker) Namespaces(tenant string) ([]string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := b.registryLocked()
-	if !r.tenants[tenant] {
+	if !r.Tenants[tenant] {
 		return nil, ErrTenantNotFound
 	}
 	out := []string{}
-	for ns := range r.namespaces {
+	for ns := range r.Namespaces {
 		if strings.HasPrefix(ns, tenant+"/") {
 			out = append(out, ns)
 		}
@@ -194,8 +183,8 @@ func (b *Broker) DeleteNamespace(ns string, force bool) error {
 		}
 	}
 	b.mu.Lock()
-	delete(b.registryLocked().namespaces, ns)
-	delete(b.nsPolicies, ns)
+	delete(b.registryLocked().Namespaces, ns)
+	delete(b.data.NamespacePolicies, ns)
 	b.mu.Unlock()
 	return nil
 }

@@ -17,7 +17,7 @@ type config struct {
 	// cluster (cluster.go), and node the broker's index in it; nil and 0
 	// for a broker of its own. ownershipTimeout is how long a crashed
 	// broker keeps its bundles (0: DefaultOwnershipTimeout).
-	store             *store
+	store             *shared
 	node              int
 	ownershipTimeout  time.Duration
 	loadManager       LoadManager

@@ -20,10 +20,10 @@ func (b *Broker) servesLocked(tn TopicName) bool {
 	if b.stopping || b.closed {
 		return false
 	}
-	if !b.owners.Clustered() {
+	if !b.data.Owners.Clustered() {
 		return true
 	}
-	return b.owners.Owns(b.node, b.owners.Of(tn.NamespaceName(), tn.String()))
+	return b.data.Owners.Owns(b.node, b.data.Owners.Of(tn.NamespaceName(), tn.String()))
 }
 
 // LoadManager names the way a cluster assigns bundles and moves them, as
@@ -71,7 +71,7 @@ type lookupAnswer struct {
 func (b *Broker) lookupOwner(tn TopicName, authoritative bool) lookupAnswer {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	o := b.owners
+	o := b.data.Owners
 	if !o.Clustered() {
 		return lookupAnswer{connect: true, self: true, authoritative: true}
 	}
@@ -123,8 +123,8 @@ func (b *Broker) notServedMessage(tn TopicName) string {
 		addr = hostport
 	}
 	bundle := tn.NamespaceName() + "/0x00000000_0xffffffff"
-	if b.owners.Clustered() && b.namespaceReadyLocked(tn.NamespaceName()) {
-		bundle = b.owners.Of(tn.NamespaceName(), tn.String()).String()
+	if b.data.Owners.Clustered() && b.namespaceReadyLocked(tn.NamespaceName()) {
+		bundle = b.data.Owners.Of(tn.NamespaceName(), tn.String()).String()
 	}
 	b.mu.Unlock()
 	return fmt.Sprintf("Namespace bundle (%s) for topic (%s) not served by this instance:%s. "+

@@ -17,6 +17,6 @@ func (b *Broker) partitionPastCountLocked(tn TopicName) bool {
 	if tn.Partition < 0 {
 		return false
 	}
-	n := b.partitioned[tn.Base().String()]
+	n := b.data.Partitioned[tn.Base().String()]
 	return n > 0 && tn.Partition >= n
 }

@@ -23,8 +23,8 @@ var (
 // is not stored.
 func (t *Topic) entryLocked(n int64) ([]byte, MessageID) {
 	var data []byte
-	if e := t.log.get(n); e != nil {
-		data = e.data
+	if e := t.log.Get(n); e != nil {
+		data = e.Data
 	}
 	return data, t.eventID(n)
 }
@@ -51,13 +51,13 @@ func (b *Broker) PeekEntry(topic, sub string, n int) (Entry, error) {
 	}
 	s := t.subs[sub]
 	if s == nil {
-		s = t.newSubscriptionLocked(sub, true, t.log.base-1)
+		s = t.newSubscriptionLocked(sub, true, t.log.Base-1)
 		s.fromFirst = true
 	}
 	var data []byte
 	var id MessageID
 	left := n
-	for e := s.cur.NextUnacked(max(s.cur.MarkDelete()+1, t.log.base)); e < t.log.end(); e = s.cur.NextUnacked(e + 1) {
+	for e := s.cur.NextUnacked(max(s.cur.MarkDelete()+1, t.log.Base)); e < t.log.End(); e = s.cur.NextUnacked(e + 1) {
 		if left--; left == 0 {
 			data, id = t.entryLocked(e)
 			break
@@ -83,7 +83,7 @@ func (b *Broker) ExamineEntry(topic string, fromEarliest bool, n int64) (Entry, 
 	}
 	n = max(n, 1)
 	t.mu.Lock()
-	first, last := t.log.base, t.log.end()-1
+	first, last := t.log.Base, t.log.End()-1
 	var e int64
 	switch {
 	case last < first:
@@ -113,10 +113,10 @@ func (b *Broker) LastMessageID(topic string) (MessageID, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	last := t.log.end() - 1
+	last := t.log.End() - 1
 	id := t.eventID(last)
-	if e := t.log.get(last); e != nil && e.batched {
-		id.BatchIndex = e.messages - 1
+	if e := t.log.Get(last); e != nil && e.Batched {
+		id.BatchIndex = e.Messages - 1
 	}
 	return id, nil
 }

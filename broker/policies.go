@@ -48,7 +48,7 @@ func (b *Broker) NamespacePolicies(ns string) (Policies, error) {
 	if !b.namespaceExistsLocked(ns) {
 		return Policies{}, ErrNamespaceNotFound
 	}
-	return b.nsPolicies[ns].Clone(), nil
+	return b.data.NamespacePolicies[ns].Clone(), nil
 }
 
 // UpdateNamespacePolicies changes the policies of the namespace "tenant/ns":
@@ -61,7 +61,7 @@ func (b *Broker) UpdateNamespacePolicies(ns string, change func(*Policies)) erro
 	if err := ValidateNamespaceName(ns); err != nil {
 		return err
 	}
-	err := b.updatePolicies(b.nsPolicies, ns, func() error {
+	err := b.updatePolicies(b.data.NamespacePolicies, ns, func() error {
 		if !b.namespaceExistsLocked(ns) {
 			return ErrNamespaceNotFound
 		}
@@ -85,7 +85,7 @@ func (b *Broker) TopicPolicies(topic string) (Policies, error) {
 	if !b.topicExistsLocked(tn) {
 		return Policies{}, topicNotFound(tn)
 	}
-	return b.topicPolicies[tn.Base().String()].Clone(), nil
+	return b.data.TopicPolicies[tn.Base().String()].Clone(), nil
 }
 
 // UpdateTopicPolicies changes the policies of an existing topic (all
@@ -97,7 +97,7 @@ func (b *Broker) UpdateTopicPolicies(topic string, change func(*Policies)) error
 		return err
 	}
 	base := tn.Base()
-	err = b.updatePolicies(b.topicPolicies, base.String(), func() error {
+	err = b.updatePolicies(b.data.TopicPolicies, base.String(), func() error {
 		if !b.topicExistsLocked(tn) {
 			return topicNotFound(tn)
 		}
@@ -120,7 +120,7 @@ func (b *Broker) updatePolicies(m map[string]Policies, key string, existsLocked 
 			b.mu.Unlock()
 			return err
 		}
-		before, gen := m[key].Clone(), b.policyGen.Load()
+		before, gen := m[key].Clone(), b.data.PolicyGen.Load()
 		b.mu.Unlock()
 		p := before.Clone()
 		change(&p)
@@ -131,7 +131,7 @@ func (b *Broker) updatePolicies(m map[string]Policies, key string, existsLocked 
 			return nil
 		}
 		b.mu.Lock()
-		if b.policyGen.Load() != gen {
+		if b.data.PolicyGen.Load() != gen {
 			b.mu.Unlock()
 			continue
 		}
@@ -144,7 +144,7 @@ func (b *Broker) updatePolicies(m map[string]Policies, key string, existsLocked 
 		} else {
 			m[key] = p.Clone()
 		}
-		b.policyGen.Add(1)
+		b.data.PolicyGen.Add(1)
 		b.mu.Unlock()
 		return nil
 	}
@@ -176,14 +176,14 @@ func (b *Broker) appliedPolicies(tn TopicName) Policies {
 }
 
 func (b *Broker) appliedPoliciesLocked(tn TopicName) Policies {
-	return b.topicPolicies[tn.Base().String()].Or(b.nsPolicies[tn.NamespaceName()]).Or(b.cfg.policies)
+	return b.data.TopicPolicies[tn.Base().String()].Or(b.data.NamespacePolicies[tn.NamespaceName()]).Or(b.cfg.policies)
 }
 
 // policiesLocked returns the policies in force for the topic, resolved
 // again only when some policy changed since the last call. The caller holds
 // the topic's lock and must not change what it gets.
 func (t *Topic) policiesLocked() *Policies {
-	gen := t.b.policyGen.Load()
+	gen := t.b.data.PolicyGen.Load()
 	if t.pol == nil || t.polGen != gen {
 		p := t.b.appliedPolicies(t.name)
 		t.pol, t.polGen = &p, gen

@@ -251,7 +251,7 @@ func (c *conn) handleSend(s *pb.CommandSend, payload []byte) bool {
 	// A duplicate is not stored; its receipt names message -1:-1, as
 	// Pulsar's does.
 	ledger, entry := uint64(minusOne), uint64(minusOne)
-	if n == duplicate || e.metaLen > 0 {
+	if n == duplicate || e.MetaLen > 0 {
 		// Not stored, or stored as a copy behind its broker entry
 		// metadata: the reader may reuse the frame's bytes.
 		c.keptFrame = false
@@ -295,27 +295,27 @@ func (c *conn) handleSendTwice(s *pb.CommandSend, payload []byte) bool {
 // itself, not a copy: the caller hands the frame's buffer over to it.
 func newEntry(payload []byte, md *pb.MessageMetadata) *entry {
 	e := &entry{
-		data:        payload,
-		publishTime: md.GetPublishTime(),
-		messages:    1,
-		deliverAt:   md.GetDeliverAtTime(),
+		Data:        payload,
+		PublishTime: md.GetPublishTime(),
+		Messages:    1,
+		DeliverAt:   md.GetDeliverAtTime(),
 	}
 	if md.NumMessagesInBatch != nil {
-		e.batched = true
-		e.messages = md.GetNumMessagesInBatch()
+		e.Batched = true
+		e.Messages = md.GetNumMessagesInBatch()
 	}
 	if md.TxnidMostBits != nil && md.TxnidLeastBits != nil {
-		e.inTxn, e.txnMeta = true, true
-		e.txn = txn.ID{Most: md.GetTxnidMostBits(), Least: md.GetTxnidLeastBits()}
+		e.InTxn, e.TxnMeta = true, true
+		e.Txn = txn.ID{Most: md.GetTxnidMostBits(), Least: md.GetTxnidLeastBits()}
 	}
-	e.marker = md.MarkerType != nil
+	e.Marker = md.MarkerType != nil
 	switch {
 	case len(md.OrderingKey) > 0:
-		e.key = md.OrderingKey
+		e.Key = md.OrderingKey
 	case md.PartitionKey != nil:
-		e.key = []byte(md.GetPartitionKey())
+		e.Key = []byte(md.GetPartitionKey())
 	default:
-		e.key = noneKey
+		e.Key = noneKey
 	}
 	return e
 }
@@ -389,7 +389,7 @@ func (t *Topic) storeSend(prod *Producer, s *pb.CommandSend, e *entry, md *pb.Me
 		return 0, refuse(pb.ServerError_TopicNotFound, "Topic was deleted", false)
 	}
 	// Pulsar counts a SEND against the publish rate as it arrives.
-	t.publishRateLimitLocked(prod.conn, int64(e.messages), int64(len(e.data)))
+	t.publishRateLimitLocked(prod.conn, int64(e.Messages), int64(len(e.Data)))
 	if limit := t.maxDeliveryDelayLocked(); limit > 0 && md.DeliverAtTime != nil &&
 		md.GetDeliverAtTime()-int64(md.GetPublishTime()) > limit {
 		return 0, refuse(pb.ServerError_NotAllowedError,
@@ -405,7 +405,7 @@ func (t *Topic) storeSend(prod *Producer, s *pb.CommandSend, e *entry, md *pb.Me
 	case t.terminated:
 		return 0, refuse(pb.ServerError_TopicTerminatedError, "Topic was already terminated", false)
 	}
-	size := int64(len(e.data)) // what the producer sent, before any broker entry metadata
+	size := int64(len(e.Data)) // what the producer sent, before any broker entry metadata
 	var n int64
 	if inTxn {
 		var err error
@@ -416,7 +416,7 @@ func (t *Topic) storeSend(prod *Producer, s *pb.CommandSend, e *entry, md *pb.Me
 		n = t.appendLocked(e, prod.Name, md)
 	}
 	t.recordSentLocked(prod.Name, seq)
-	prod.in.add(time.Now(), int64(e.messages))
+	prod.in.add(time.Now(), int64(e.Messages))
 	prod.bytesIn += size
 	return n, nil
 }

@@ -128,7 +128,7 @@ func (t *Topic) appendPayloads(tn TopicName, producer string, payloads [][]byte,
 			ids = append(ids, id)
 			continue
 		}
-		for i := range e.messages {
+		for i := range e.Messages {
 			id.BatchIndex = i
 			ids = append(ids, id)
 		}

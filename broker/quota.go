@@ -156,7 +156,7 @@ func (t *Topic) backlogSizeLocked() int64 {
 // sizeAfterLocked estimates the bytes of the log after entry md, as
 // Pulsar's managed ledger does: all of it less md + 1 average entries.
 func (t *Topic) sizeAfterLocked(md int64) int64 {
-	total, entries := t.log.totalBytes, t.log.end()
+	total, entries := t.log.TotalBytes, t.log.End()
 	switch {
 	case entries <= 0:
 		return 0
@@ -204,16 +204,16 @@ func (t *Topic) oldestTimeLocked() (int64, bool) {
 		return 0, false
 	}
 	first := s.cur.NextUnacked(s.cur.MarkDelete() + 1)
-	if first >= t.log.end() {
+	if first >= t.log.End() {
 		return 0, false
 	}
 	if t.b.cfg.preciseQuota {
-		if e := t.log.get(first); e != nil {
-			return int64(e.publishTime), true
+		if e := t.log.Get(first); e != nil {
+			return int64(e.PublishTime), true
 		}
 		return 0, false
 	}
-	return t.log.closeTimeOf(s.cur.MarkDelete() + 1)
+	return t.log.CloseTimeOf(s.cur.MarkDelete() + 1)
 }
 
 // ageQuotaExceededLocked is checkTimeBacklogExceeded. What it measures is
@@ -241,7 +241,7 @@ func (t *Topic) evictBySizeLocked(q BacklogQuota) {
 			return
 		}
 		factor := (float64(size) - target) / float64(size)
-		skip := int64(factor * float64(s.cur.Backlog(t.log.end())))
+		skip := int64(factor * float64(s.cur.Backlog(t.log.End())))
 		if skip == 0 {
 			return
 		}
@@ -255,7 +255,7 @@ func (t *Topic) evictBySizeLocked(q BacklogQuota) {
 // IndividualDeletedEntries.Include), as an expiry does.
 func (t *Topic) skipLocked(s *Subscription, n int64) {
 	first := s.cur.MarkDelete() + 1
-	last := min(s.cur.MarkDelete()+n, t.log.end()-1)
+	last := min(s.cur.MarkDelete()+n, t.log.End()-1)
 	if last < first {
 		return
 	}
@@ -287,29 +287,12 @@ func (t *Topic) evictByAgeLocked(q BacklogQuota, now time.Time) {
 		if s == nil {
 			return
 		}
-		end, closedAt, ok := t.log.blockOf(s.cur.MarkDelete() + 1)
+		end, closedAt, ok := t.log.BlockOf(s.cur.MarkDelete() + 1)
 		if !ok || now.UnixMilli()-closedAt <= int64(q.LimitSeconds)*1000 {
 			return
 		}
 		t.skipLocked(s, end-1-s.cur.MarkDelete())
 	}
-}
-
-// blockOf returns the end (exclusive) and close time of the closed block
-// holding entry n, or false when n lies in the open block.
-func (l *entryLog) blockOf(n int64) (end, closedAt int64, ok bool) {
-	for i, e := range l.closed {
-		if n < e {
-			return e, l.closedAt[i], true
-		}
-	}
-	return 0, 0, false
-}
-
-// closeTimeOf returns the close time of the closed block holding entry n.
-func (l *entryLog) closeTimeOf(n int64) (int64, bool) {
-	_, at, ok := l.blockOf(n)
-	return at, ok
 }
 
 // startQuotaChecks registers the periodic backlog quota check, the first

@@ -35,19 +35,12 @@ func decodeSchemaVersion(v []byte) int64 {
 	return int64(binary.BigEndian.Uint64(v))
 }
 
-// storedSchema is one version of a topic's schema; a deletion has no
-// schema.
-type storedSchema struct {
-	s  *pb.Schema
-	at time.Time // when it was registered, by the broker clock
-}
-
 // liveSchemasLocked returns the versions of a topic's schema since its last
 // deletion and the version number of the first of them.
 func (b *Broker) liveSchemasLocked(key string) ([]storedSchema, int) {
-	list := b.schemas[key]
+	list := b.data.Schemas[key]
 	for i := len(list) - 1; i >= 0; i-- {
-		if list[i].s == nil {
+		if list[i].Schema == nil {
 			return list[i+1:], i + 1
 		}
 	}
@@ -64,13 +57,13 @@ func (b *Broker) schemaAt(tn TopicName, version []byte) (*pb.Schema, []byte) {
 		return nil, nil
 	}
 	if len(version) == 0 {
-		return live[len(live)-1].s, encodeSchemaVersion(first + len(live) - 1)
+		return live[len(live)-1].Schema, encodeSchemaVersion(first + len(live) - 1)
 	}
 	v := decodeSchemaVersion(version)
 	if v < int64(first) || v >= int64(first+len(live)) {
 		return nil, nil
 	}
-	return live[v-int64(first)].s, version
+	return live[v-int64(first)].Schema, version
 }
 
 // Schema is one version of a topic's schema, as a plain value.
@@ -103,9 +96,9 @@ var schemaTypeNames = map[pb.Schema_Type]string{
 
 // schemaValue turns a stored version into a Schema.
 func schemaValue(v int, st storedSchema) Schema {
-	out := Schema{Version: int64(v), Type: schemaTypeNames[st.s.GetType()],
-		Data: bytes.Clone(st.s.GetSchemaData()), Properties: map[string]string{}, Registered: st.at}
-	for _, kv := range st.s.GetProperties() {
+	out := Schema{Version: int64(v), Type: schemaTypeNames[st.Schema.GetType()],
+		Data: bytes.Clone(st.Schema.GetSchemaData()), Properties: map[string]string{}, Registered: st.At}
+	for _, kv := range st.Schema.GetProperties() {
 		out.Properties[kv.GetKey()] = kv.GetValue()
 	}
 	return out
@@ -260,7 +253,7 @@ func (b *Broker) SchemaVersionOf(topic string, s Schema) (int64, error) {
 		}
 	}
 	for i, st := range live {
-		if same, fail := sameDefinition(st.s, ps, parsed); fail == nil && same {
+		if same, fail := sameDefinition(st.Schema, ps, parsed); fail == nil && same {
 			return int64(first + i), nil
 		}
 	}
@@ -281,9 +274,9 @@ func (b *Broker) DeleteSchema(topic string, force bool) (int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if force {
-		delete(b.schemas, key)
+		delete(b.data.Schemas, key)
 		return -1, nil
 	}
-	b.schemas[key] = append(b.schemas[key], storedSchema{at: now})
-	return int64(len(b.schemas[key]) - 1), nil
+	b.data.Schemas[key] = append(b.data.Schemas[key], storedSchema{At: now})
+	return int64(len(b.data.Schemas[key]) - 1), nil
 }

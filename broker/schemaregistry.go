@@ -42,8 +42,8 @@ func (b *Broker) putSchemaLocked(key string, s *pb.Schema, strategy SchemaCompat
 			return 0, fail
 		}
 	}
-	b.schemas[key] = append(b.schemas[key], storedSchema{proto.Clone(s).(*pb.Schema), b.cfg.clock.Now()})
-	return len(b.schemas[key]) - 1, nil
+	b.data.Schemas[key] = append(b.data.Schemas[key], storedSchema{Schema: proto.Clone(s).(*pb.Schema), At: b.cfg.clock.Now()})
+	return len(b.data.Schemas[key]) - 1, nil
 }
 
 // findSchemaVersion returns the index in live of the same schema as s, as
@@ -60,7 +60,7 @@ func findSchemaVersion(live []storedSchema, s *pb.Schema) (int, bool, *schemaFai
 		}
 	}
 	for i, st := range live {
-		same, fail := sameDefinition(st.s, s, parsed)
+		same, fail := sameDefinition(st.Schema, s, parsed)
 		if fail != nil {
 			return 0, false, fail
 		}
@@ -81,7 +81,7 @@ func checkCompatibility(live []storedSchema, s *pb.Schema, strategy SchemaCompat
 	if strategy.Transitive() {
 		return checkWithAll(live, s, strategy)
 	}
-	return checkWithLatest(live[len(live)-1].s, s, strategy)
+	return checkWithLatest(live[len(live)-1].Schema, s, strategy)
 }
 
 // checkWithLatest is Pulsar's check against the newest schema: the same
@@ -106,11 +106,11 @@ func checkWithAll(live []storedSchema, s *pb.Schema, strategy SchemaCompatibilit
 	}
 	var from []*pb.Schema
 	for _, st := range live {
-		if st.s.GetType() != s.GetType() {
+		if st.Schema.GetType() != s.GetType() {
 			return incompatible("Incompatible schema: exists schema type %s, new schema type %s",
-				schemaTypeNames[st.s.GetType()], schemaTypeNames[s.GetType()])
+				schemaTypeNames[st.Schema.GetType()], schemaTypeNames[s.GetType()])
 		}
-		from = append(from, st.s)
+		from = append(from, st.Schema)
 	}
 	fail := checkSchemas(from, s, strategy, false)
 	if fail != nil && fail.class != incompatibleClass {
@@ -180,7 +180,7 @@ func (t *Topic) consumerSchemaLocked(s *pb.Schema) *schemaFailure {
 			}
 		}
 	}
-	if len(live) == 0 && len(t.producers) == 0 && consumers == 0 && t.log.end() == 0 {
+	if len(live) == 0 && len(t.producers) == 0 && consumers == 0 && t.log.End() == 0 {
 		_, fail := b.addSchema(t.name, s)
 		return fail
 	}
@@ -196,7 +196,7 @@ func (t *Topic) consumerSchemaLocked(s *pb.Schema) *schemaFailure {
 	live, _ = b.liveSchemasLocked(key)
 	switch strategy {
 	case SchemaBackward, SchemaForward, SchemaForwardTransitive, SchemaFull:
-		return checkWithLatest(live[len(live)-1].s, s, SchemaBackward)
+		return checkWithLatest(live[len(live)-1].Schema, s, SchemaBackward)
 	}
 	return checkWithAll(live, s, strategy)
 }

@@ -28,23 +28,6 @@ func WithAuthorization(superUsers ...string) Option {
 // 60 s.
 func WithAuthRefreshInterval(d time.Duration) Option { return func(c *config) { c.authRefresh = d } }
 
-// securityPolicies are the authorization state the admin API edits: tenant
-// admin roles and permissions on namespaces and topics. Guarded by
-// Broker.secmu, a leaf lock.
-type securityPolicies struct {
-	tenantAdmins map[string][]string    // tenant -> roles
-	nsGrants     map[string]auth.Grants // "tenant/ns" -> grants
-	topicGrants  map[string]auth.Grants // base topic name -> grants
-}
-
-func (p *securityPolicies) init() {
-	if p.tenantAdmins == nil {
-		p.tenantAdmins = map[string][]string{}
-		p.nsGrants = map[string]auth.Grants{}
-		p.topicGrants = map[string]auth.Grants{}
-	}
-}
-
 // AuthenticationEnabled reports whether clients must authenticate.
 func (b *Broker) AuthenticationEnabled() bool { return b.cfg.authn != nil }
 
@@ -82,7 +65,7 @@ func (b *Broker) IsTenantAdmin(role, tenant string) bool {
 	}
 	b.secmu.Lock()
 	defer b.secmu.Unlock()
-	return b.cfg.authz.IsTenantAdmin(role, b.sec.tenantAdmins[tenant])
+	return b.cfg.authz.IsTenantAdmin(role, b.data.Security.TenantAdmins[tenant])
 }
 
 // AllowedTopic reports whether role may perform op on topic (a partition
@@ -96,9 +79,9 @@ func (b *Broker) AllowedTopic(role string, topic TopicName, op auth.Operation) b
 	b.secmu.Lock()
 	defer b.secmu.Unlock()
 	return b.cfg.authz.Allowed(role, auth.TopicPolicy{
-		TenantAdmins: b.sec.tenantAdmins[base.Tenant],
-		Namespace:    b.sec.nsGrants[base.NamespaceName()],
-		Topic:        b.sec.topicGrants[base.String()],
+		TenantAdmins: b.data.Security.TenantAdmins[base.Tenant],
+		Namespace:    b.data.Security.NamespaceGrants[base.NamespaceName()],
+		Topic:        b.data.Security.TopicGrants[base.String()],
 	}, op)
 }
 
@@ -112,10 +95,10 @@ func (b *Broker) AllowedNamespace(role, ns string) bool {
 	tenant, _, _ := cutNamespace(ns)
 	b.secmu.Lock()
 	defer b.secmu.Unlock()
-	if b.cfg.authz.IsTenantAdmin(role, b.sec.tenantAdmins[tenant]) {
+	if b.cfg.authz.IsTenantAdmin(role, b.data.Security.TenantAdmins[tenant]) {
 		return true
 	}
-	g := b.sec.nsGrants[ns]
+	g := b.data.Security.NamespaceGrants[ns]
 	return g.Has(role, auth.ActionProduce) || g.Has(role, auth.ActionConsume)
 }
 
@@ -135,8 +118,8 @@ func (b *Broker) SetTenantAdminRoles(tenant string, roles []string) error {
 	}
 	b.secmu.Lock()
 	defer b.secmu.Unlock()
-	b.sec.init()
-	b.sec.tenantAdmins[tenant] = slices.Clone(roles)
+	b.data.Security.Init()
+	b.data.Security.TenantAdmins[tenant] = slices.Clone(roles)
 	return nil
 }
 
@@ -144,13 +127,13 @@ func (b *Broker) SetTenantAdminRoles(tenant string, roles []string) error {
 func (b *Broker) TenantAdminRoles(tenant string) []string {
 	b.secmu.Lock()
 	defer b.secmu.Unlock()
-	return slices.Clone(b.sec.tenantAdmins[tenant])
+	return slices.Clone(b.data.Security.TenantAdmins[tenant])
 }
 
 func (b *Broker) tenantExists(tenant string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.registryLocked().tenants[tenant]
+	return b.registryLocked().Tenants[tenant]
 }
 
 // GrantNamespacePermission grants role the actions ("produce", "consume",
@@ -161,8 +144,8 @@ func (b *Broker) GrantNamespacePermission(ns, role string, actions []string) err
 	}
 	b.secmu.Lock()
 	defer b.secmu.Unlock()
-	b.sec.init()
-	grant(b.sec.nsGrants, ns, role, actions)
+	b.data.Security.Init()
+	grant(b.data.Security.NamespaceGrants, ns, role, actions)
 	return nil
 }
 
@@ -173,7 +156,7 @@ func (b *Broker) RevokeNamespacePermission(ns, role string) error {
 	}
 	b.secmu.Lock()
 	defer b.secmu.Unlock()
-	delete(b.sec.nsGrants[ns], role)
+	delete(b.data.Security.NamespaceGrants[ns], role)
 	return nil
 }
 
@@ -184,7 +167,7 @@ func (b *Broker) NamespacePermissions(ns string) (map[string][]string, error) {
 	}
 	b.secmu.Lock()
 	defer b.secmu.Unlock()
-	return copyGrants(b.sec.nsGrants[ns]), nil
+	return copyGrants(b.data.Security.NamespaceGrants[ns]), nil
 }
 
 // GrantTopicPermission grants role the actions on topic (for a partition,
@@ -193,15 +176,15 @@ func (b *Broker) NamespacePermissions(ns string) (map[string][]string, error) {
 func (b *Broker) GrantTopicPermission(topic TopicName, role string, actions []string) {
 	b.secmu.Lock()
 	defer b.secmu.Unlock()
-	b.sec.init()
-	grant(b.sec.topicGrants, topic.Base().String(), role, actions)
+	b.data.Security.Init()
+	grant(b.data.Security.TopicGrants, topic.Base().String(), role, actions)
 }
 
 // RevokeTopicPermission removes role's grant on topic.
 func (b *Broker) RevokeTopicPermission(topic TopicName, role string) {
 	b.secmu.Lock()
 	defer b.secmu.Unlock()
-	delete(b.sec.topicGrants[topic.Base().String()], role)
+	delete(b.data.Security.TopicGrants[topic.Base().String()], role)
 }
 
 // TopicPermissions returns the grants on topic itself, without those on its
@@ -209,7 +192,7 @@ func (b *Broker) RevokeTopicPermission(topic TopicName, role string) {
 func (b *Broker) TopicPermissions(topic TopicName) map[string][]string {
 	b.secmu.Lock()
 	defer b.secmu.Unlock()
-	return copyGrants(b.sec.topicGrants[topic.Base().String()])
+	return copyGrants(b.data.Security.TopicGrants[topic.Base().String()])
 }
 
 func grant(m map[string]auth.Grants, key, role string, actions []string) {

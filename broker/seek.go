@@ -38,20 +38,20 @@ func (c *conn) handleSeek(sk *pb.CommandSeek) {
 func (t *Topic) seekTargetLocked(id *pb.MessageIdData) int64 {
 	switch {
 	case int64(id.GetLedgerId()) < 0 || id.GetLedgerId() < t.ledger:
-		return t.log.base
-	case id.GetLedgerId() > t.ledger || int64(id.GetEntryId()) < 0 || int64(id.GetEntryId()) > t.log.end():
-		return t.log.end()
+		return t.log.Base
+	case id.GetLedgerId() > t.ledger || int64(id.GetEntryId()) < 0 || int64(id.GetEntryId()) > t.log.End():
+		return t.log.End()
 	}
-	return max(int64(id.GetEntryId()), t.log.base)
+	return max(int64(id.GetEntryId()), t.log.Base)
 }
 
 // firstAtOrAfterLocked returns the first entry published at or after ms, or
 // the end of the log.
 func (t *Topic) firstAtOrAfterLocked(ms uint64) int64 {
-	for n := t.log.base; n < t.log.end(); n++ {
-		if t.log.get(n).publishTime >= ms {
+	for n := t.log.Base; n < t.log.End(); n++ {
+		if t.log.Get(n).PublishTime >= ms {
 			return n
 		}
 	}
-	return t.log.end()
+	return t.log.End()
 }

@@ -156,9 +156,9 @@ func (b *Broker) TopicStats(topic string) (TopicStats, error) {
 func (t *Topic) statsLocked(now time.Time) TopicStats {
 	st := TopicStats{Publishers: []PublisherStats{}, Subscriptions: map[string]SubscriptionStats{},
 		DeduplicationStatus: t.deduplicationStatusLocked()}
-	for _, e := range t.log.entries {
-		st.StorageSize += int64(len(e.data))
-		st.MsgInCounter += int64(e.messages)
+	for _, e := range t.log.Entries {
+		st.StorageSize += int64(len(e.Data))
+		st.MsgInCounter += int64(e.Messages)
 	}
 	st.BacklogSize = t.backlogSizeLocked()
 	st.WaitingPublishers = len(t.waiting)
@@ -167,8 +167,8 @@ func (t *Topic) statsLocked(now time.Time) TopicStats {
 		st.OldestBacklogAge = max(t.b.cfg.clock.Now().Sub(time.UnixMilli(t.oldestAt)), 0)
 	}
 	// Freed entries left the storage but still count as published.
-	st.BytesInCounter = st.StorageSize + t.log.freedBytes
-	st.MsgInCounter += t.log.freedMessages
+	st.BytesInCounter = st.StorageSize + t.log.FreedBytes
+	st.MsgInCounter += t.log.FreedMessages
 	if n := st.MsgInCounter; n > 0 {
 		st.AverageMsgSize = float64(st.BytesInCounter) / float64(n)
 	}
@@ -239,7 +239,7 @@ func (s *Subscription) statsLocked(now time.Time) SubscriptionStats {
 	}
 	ss := SubscriptionStats{
 		Type:            typ,
-		MsgBacklog:      s.cur.Backlog(t.log.end()),
+		MsgBacklog:      s.cur.Backlog(t.log.End()),
 		BacklogSize:     t.sizeAfterLocked(s.cur.MarkDelete()),
 		Durable:         s.durable,
 		Properties:      maps.Clone(s.properties),
@@ -300,9 +300,9 @@ func (s *Subscription) activityStatsLocked(ss *SubscriptionStats, now time.Time)
 	ss.LastMarkDeleteAdvanced = s.lastMDMoved
 	ranges := entryRanges(s.cur.Acked())
 	ss.AckedRanges, ss.AckedRangesSize = len(ranges), rangesSerializedSize(int64(t.ledger), ranges)
-	if first := s.cur.NextUnacked(s.cur.MarkDelete() + 1); first < t.log.end() {
-		if e := t.log.get(first); e != nil {
-			ss.EarliestPublishTime = int64(e.publishTime)
+	if first := s.cur.NextUnacked(s.cur.MarkDelete() + 1); first < t.log.End() {
+		if e := t.log.Get(first); e != nil {
+			ss.EarliestPublishTime = int64(e.PublishTime)
 		}
 	}
 }

@@ -104,19 +104,19 @@ type topicLog struct {
 func (l topicLog) End() int64 { return l.t.readEnd() }
 
 func (l topicLog) Info(n int64) dispatch.EntryInfo {
-	e := l.t.log.get(n)
+	e := l.t.log.Get(n)
 	if e == nil {
-		e = l.t.view.viewEntry(n) // a freed entry the compacted view keeps
+		e = l.t.view.Entry(n) // a freed entry the compacted view keeps
 	}
 	if e == nil {
 		return dispatch.EntryInfo{Messages: 1, Key: noneKey}
 	}
-	info := dispatch.EntryInfo{Messages: e.messages, Key: e.key, Size: len(e.data)}
+	info := dispatch.EntryInfo{Messages: e.Messages, Key: e.Key, Size: len(e.Data)}
 	if !l.t.name.Persistent {
 		return info
 	}
 	if l.t.policiesLocked().DelayedDelivery.Active {
-		info.DeliverAt = e.deliverAt // with delayed delivery off, at once
+		info.DeliverAt = e.DeliverAt // with delayed delivery off, at once
 	}
 	switch {
 	case l.t.entrySkip(e):
@@ -157,7 +157,7 @@ func (t *Topic) newSubscriptionLocked(name string, durable bool, markDelete int6
 // log (Latest) if there is none with this name.
 func (t *Topic) ensureSubscriptionLocked(name string) {
 	if t.subs[name] == nil {
-		t.newSubscriptionLocked(name, true, t.log.end()-1)
+		t.newSubscriptionLocked(name, true, t.log.End()-1)
 	}
 }
 
@@ -213,12 +213,12 @@ func (s *Subscription) applyPoliciesLocked(p *Policies) {
 // before the first entry for Earliest, at the last entry for Latest, or
 // before a reader's start message id.
 func (t *Topic) startPosition(sub *pb.CommandSubscribe) int64 {
-	latest := t.log.end() - 1
-	earliest := t.log.base - 1
-	if sub.GetReadCompacted() && len(t.view.pos) > 0 {
+	latest := t.log.End() - 1
+	earliest := t.log.Base - 1
+	if sub.GetReadCompacted() && len(t.view.Pos) > 0 {
 		// A read-compacted consumer from the earliest position starts at
 		// the compacted view, which may keep entries the log has freed.
-		earliest = min(earliest, t.view.pos[0]-1)
+		earliest = min(earliest, t.view.Pos[0]-1)
 	}
 	initial := latest
 	if sub.GetInitialPosition() == pb.CommandSubscribe_Earliest {
@@ -527,9 +527,9 @@ func (s *Subscription) dispatchAtLocked(now time.Time) {
 	var at time.Time   // and the broker clock's time then
 	for _, d := range s.deliveriesLocked(now) {
 		cons := s.consumers[d.Consumer]
-		e := t.log.get(d.Entry)
+		e := t.log.Get(d.Entry)
 		if d.Compacted {
-			e = t.view.viewEntry(d.Entry)
+			e = t.view.Entry(d.Entry)
 		}
 		if cons == nil || e == nil {
 			continue
@@ -558,9 +558,9 @@ func (s *Subscription) dispatchAtLocked(now time.Time) {
 		}
 		cons.lastConsumed, s.lastConsumed = at, at
 		cons.out.add(wall, int64(d.Messages))
-		cons.bytesOut += int64(len(e.data))
+		cons.bytesOut += int64(len(e.Data))
 		s.out.add(wall, int64(d.Messages))
-		s.bytesOut += int64(len(e.data))
+		s.bytesOut += int64(len(e.Data))
 		if d.RedeliveryCount > 0 {
 			cons.redelivered.add(wall, int64(d.Messages))
 			s.redelivered.add(wall, int64(d.Messages))

@@ -34,7 +34,7 @@ func AtMessage(id MessageID) Position { return Position{at: &id} }
 // markDeleteForLocked returns the mark-delete position of a new
 // subscription starting at p.
 func (t *Topic) markDeleteForLocked(p Position) int64 {
-	earliest, latest := t.log.base-1, t.log.end()-1
+	earliest, latest := t.log.Base-1, t.log.End()-1
 	switch {
 	case p.earliest:
 		return earliest
@@ -102,7 +102,7 @@ func (b *Broker) createSubscription(topic, sub string, at Position, props map[st
 		// records it, as an acknowledgement does, and counts the entries
 		// before it as consumed.
 		s.fromFirst = at.earliest || at.at != nil && at.at.Ledger < 0
-		s.settledAtStart = t.log.base
+		s.settledAtStart = t.log.Base
 		s.properties = maps.Clone(props)
 		s.cursorWrittenLocked()
 		t.mu.Unlock()
@@ -178,7 +178,7 @@ func (b *Broker) DeleteSubscription(topic, sub string, force bool) error {
 		if sub == CompactionSubscription {
 			// Pulsar deletes the compacted ledger with the compactor's
 			// cursor: the topic has no compacted view any more.
-			t.view = compactedView{ran: t.view.ran}
+			t.view = compactedView{Ran: t.view.Ran}
 		}
 		if s.durable {
 			t.markActiveLocked()

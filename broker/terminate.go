@@ -18,7 +18,7 @@ func (b *Broker) TerminateTopic(name string) (MessageID, error) {
 	}
 	t.mu.Lock()
 	t.terminated = true
-	last := t.eventID(t.log.end() - 1)
+	last := t.eventID(t.log.End() - 1)
 	for p := range t.producers {
 		t.closeProducerLocked(p)
 	}

@@ -92,99 +92,6 @@ func (l *topicLock) Unlock() {
 	l.events.flush(false)
 }
 
-// entry is one stored entry: a SEND's bytes after its command, kept exactly
-// as the producer sent them, with what dispatch needs to know about it.
-type entry struct {
-	data []byte
-	// publishTime is the entry's time in ms since the epoch: the broker
-	// entry metadata's timestamp when the broker writes one, else the
-	// metadata's publish time (Pulsar's entry timestamp).
-	publishTime uint64
-	messages    int32 // num_messages_in_batch, 1 when not batched
-	batched     bool
-	key         []byte // sticky key for Key_Shared
-	deliverAt   int64  // deliver_at_time in ms, 0 if none
-	// txn is the transaction of a transactional message (inTxn), from
-	// its SEND or its metadata; txnMeta says the metadata names it, which
-	// is where Pulsar's dispatcher looks for aborted messages
-	// (pulsar-client-go v0.19.0 puts it in the SEND only). marker is set
-	// for a transaction's commit or abort marker (which also carries its
-	// txn).
-	txn     txn.ID
-	inTxn   bool
-	txnMeta bool
-	marker  bool
-	// metaLen is the length of the broker entry metadata that opens data,
-	// 0 for none (entrymetadata.go).
-	metaLen uint8
-}
-
-// entryLog is a topic's entries. Entry n has entryId n within the topic's
-// ledger; entries below base have been freed.
-type entryLog struct {
-	base    int64
-	entries []*entry
-
-	freedMessages int64 // messages in the freed entries
-	freedBytes    int64 // bytes of the freed entries
-	totalBytes    int64 // bytes of every entry appended, freed or not
-
-	// Blocks: closed lists the end (exclusive) of each closed block not yet
-	// freed, oldest first, and closedAt when it closed (ms, broker clock);
-	// the open block holds blockEntries entries and blockBytes bytes since
-	// the last close.
-	closed       []int64
-	closedAt     []int64
-	blockEntries int64
-	blockBytes   int64
-}
-
-func (l *entryLog) end() int64 { return l.base + int64(len(l.entries)) }
-
-func (l *entryLog) get(n int64) *entry {
-	if n < l.base || n >= l.end() {
-		return nil
-	}
-	return l.entries[n-l.base]
-}
-
-// append stores e, closing the open block at maxEntries or maxBytes (at
-// the time now returns).
-func (l *entryLog) append(e *entry, maxEntries, maxBytes int64, now func() int64) int64 {
-	l.entries = append(l.entries, e)
-	l.blockEntries++
-	l.blockBytes += int64(len(e.data))
-	l.totalBytes += int64(len(e.data))
-	if l.blockEntries >= maxEntries || l.blockBytes >= maxBytes {
-		l.closed = append(l.closed, l.end())
-		l.closedAt = append(l.closedAt, now())
-		l.blockEntries, l.blockBytes = 0, 0
-	}
-	return l.end() - 1
-}
-
-// freeThrough frees the entries up to and including n: base moves past
-// them and their bytes become garbage. The freed entries' messages and bytes
-// are added to freedMessages and freedBytes, so counters of everything
-// published stay right.
-func (l *entryLog) freeThrough(n int64) {
-	k := min(n+1-l.base, int64(len(l.entries)))
-	if k <= 0 {
-		return
-	}
-	for _, e := range l.entries[:k] {
-		l.freedMessages += int64(e.messages)
-		l.freedBytes += int64(len(e.data))
-	}
-	clear(l.entries[:k])
-	l.entries = l.entries[k:]
-	l.base += k
-	if cap(l.entries) > 64 && len(l.entries) < cap(l.entries)/4 {
-		// Drop the freed front of the backing array too.
-		l.entries = append(make([]*entry, 0, 2*len(l.entries)), l.entries...)
-	}
-}
-
 // DefaultTrimBlock and DefaultTrimBlockBytes bound a topic's blocks, the
 // units in which acknowledged entries are freed, as Pulsar's ledgers bound
 // what it deletes: a block closes once it holds DefaultTrimBlock entries
@@ -203,10 +110,10 @@ const (
 // so that a test can inspect what was produced. The subscription that held
 // the log back last time is remembered, so the usual call costs O(1).
 func (t *Topic) trimLocked() {
-	if len(t.subs) == 0 || len(t.log.closed) == 0 {
+	if len(t.subs) == 0 || len(t.log.Closed) == 0 {
 		return
 	}
-	first := t.log.closed[0] - 1 // the last entry of the oldest closed block
+	first := t.log.Closed[0] - 1 // the last entry of the oldest closed block
 	if h := t.trimHolder; h != nil && t.subs[h.name] == h && h.cur.MarkDelete() < first {
 		return // the slowest subscription has not acknowledged that block
 	}
@@ -217,13 +124,13 @@ func (t *Topic) trimLocked() {
 		}
 	}
 	n := 0
-	for n < len(t.log.closed) && t.log.closed[n]-1 <= low {
+	for n < len(t.log.Closed) && t.log.Closed[n]-1 <= low {
 		n++
 	}
 	if n > 0 {
-		t.log.freeThrough(t.log.closed[n-1] - 1)
-		t.log.closed = append(t.log.closed[:0], t.log.closed[n:]...)
-		t.log.closedAt = append(t.log.closedAt[:0], t.log.closedAt[n:]...)
+		t.log.FreeThrough(t.log.Closed[n-1] - 1)
+		t.log.Closed = append(t.log.Closed[:0], t.log.Closed[n:]...)
+		t.log.ClosedAt = append(t.log.ClosedAt[:0], t.log.ClosedAt[n:]...)
 	}
 }
 
@@ -236,7 +143,7 @@ func (b *Broker) lookupTopic(name string) *Topic {
 	if t := b.topics[name]; t != nil {
 		return t
 	}
-	if l := b.ledgers[name]; l != nil && !l.loaded && !b.closed {
+	if l := b.data.Ledgers[name]; l != nil && !l.Loaded && !b.closed {
 		if tn, err := ParseTopicName(name); err == nil && b.servesLocked(tn) {
 			return b.createTopicLocked(tn)
 		}
@@ -283,11 +190,11 @@ func (b *Broker) getOrCreateTopic(tn TopicName, create bool) (*Topic, error) {
 	// A partition of a partitioned topic is created whenever it is used:
 	// an inactive-topic check may have deleted it. A topic whose ledger
 	// the store keeps is loaded, not created.
-	if l := b.ledgers[full]; l != nil && l.loaded || !b.servesLocked(tn) {
+	if l := b.data.Ledgers[full]; l != nil && l.Loaded || !b.servesLocked(tn) {
 		// Another broker has the topic loaded (it is moving), or owns it.
 		return nil, errNotServed
 	}
-	if !create && b.ledgers[full] == nil && (tn.Partition < 0 || tn.Partition >= b.partitioned[tn.Base().String()]) {
+	if !create && b.data.Ledgers[full] == nil && (tn.Partition < 0 || tn.Partition >= b.data.Partitioned[tn.Base().String()]) {
 		return nil, topicNotFound(tn)
 	}
 	return b.createTopicLocked(tn), nil
@@ -306,8 +213,8 @@ func (b *Broker) createTopicLocked(tn TopicName) *Topic {
 	t.mu.events = &b.events
 	reason := "loaded"
 	if !tn.Persistent || !b.loadLedgerLocked(t) {
-		t.ledger = b.nextLedger
-		b.nextLedger++
+		t.ledger = b.data.NextLedger
+		b.data.NextLedger++
 		t.log = &entryLog{}
 		if tn.Persistent {
 			b.newLedgerLocked(t)
@@ -335,10 +242,10 @@ func (b *Broker) topicExistsLocked(tn TopicName) bool {
 	if _, ok := b.topics[tn.String()]; ok {
 		return true
 	}
-	if _, ok := b.ledgers[tn.String()]; ok {
+	if _, ok := b.data.Ledgers[tn.String()]; ok {
 		return true
 	}
-	_, ok := b.partitioned[tn.Base().String()]
+	_, ok := b.data.Partitioned[tn.Base().String()]
 	return ok
 }
 
@@ -349,7 +256,7 @@ func (b *Broker) partitions(tn TopicName) int {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.partitioned[tn.String()]
+	return b.data.Partitioned[tn.String()]
 }
 
 // messageID builds the wire id of entry n of this topic.
@@ -380,12 +287,12 @@ func (t *Topic) appendLocked(e *entry, producer string, md *pb.MessageMetadata) 
 	if t.b.cfg.writesEntryMetadata() && t.name.Persistent {
 		t.addEntryMetadataLocked(e)
 	}
-	n := t.log.append(e, block, blockBytes, t.b.nowMillis)
-	if t.b.tracing() && !e.marker {
+	n := t.log.Append(e, block, blockBytes, t.b.nowMillis)
+	if t.b.tracing() && !e.Marker {
 		ev := Event{Kind: EventPublished, Topic: t.full, Producer: producer, ID: t.eventID(n),
 			Properties: properties(md.GetProperties())}
-		if e.inTxn {
-			id := e.txn
+		if e.InTxn {
+			id := e.Txn
 			ev.Txn = &id
 		}
 		t.b.emit(ev)

@@ -45,7 +45,7 @@ func (b *Broker) CreatePartitionedTopic(name string, n int) error {
 	if b.topicExistsLocked(tn) {
 		return ErrTopicExists
 	}
-	b.partitioned[tn.String()] = n
+	b.data.Partitioned[tn.String()] = n
 	b.createPartitionsLocked(tn, 0, n)
 	return nil
 }
@@ -55,7 +55,7 @@ func (b *Broker) CreatePartitionedTopic(name string, n int) error {
 func (b *Broker) createPartitionsLocked(tn TopicName, from, n int) {
 	for i := from; i < n; i++ {
 		full := tn.PartitionName(i).String()
-		if b.topics[full] == nil && b.ledgers[full] == nil {
+		if b.topics[full] == nil && b.data.Ledgers[full] == nil {
 			b.createOrRecordLocked(tn.PartitionName(i))
 		}
 	}
@@ -114,7 +114,7 @@ func (b *Broker) deleteTopics(tn TopicName, force bool) error {
 		}
 	}
 	b.mu.Lock()
-	delete(b.partitioned, tn.String())
+	delete(b.data.Partitioned, tn.String())
 	b.forgetTopicLocked(tn)
 	b.mu.Unlock()
 	return nil
@@ -144,7 +144,7 @@ func (b *Broker) removeTopic(t *Topic) {
 	if b.topics[t.full] == t {
 		delete(b.topics, t.full)
 	}
-	delete(b.ledgers, t.full)
+	delete(b.data.Ledgers, t.full)
 	if t.name.Partition < 0 {
 		b.forgetTopicLocked(t.name)
 	}
@@ -153,8 +153,8 @@ func (b *Broker) removeTopic(t *Topic) {
 // forgetTopicLocked drops what the broker keeps by a deleted topic's base
 // name: its schemas and its policies.
 func (b *Broker) forgetTopicLocked(tn TopicName) {
-	delete(b.schemas, tn.String())
-	delete(b.topicPolicies, tn.String())
+	delete(b.data.Schemas, tn.String())
+	delete(b.data.TopicPolicies, tn.String())
 }
 
 // UpdatePartitionedTopic raises the partition count of a partitioned topic
@@ -167,14 +167,14 @@ func (b *Broker) UpdatePartitionedTopic(name string, n int) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	have, ok := b.partitioned[tn.String()]
+	have, ok := b.data.Partitioned[tn.String()]
 	switch {
 	case !ok:
 		return errorf(ErrNotPartitioned, "Topic %s is not the partitioned topic.", tn)
 	case n < have:
 		return errorf(ErrFewerPartitions, "Desired partitions %d can't be less than the current partitions %d.", n, have)
 	}
-	b.partitioned[tn.String()] = n
+	b.data.Partitioned[tn.String()] = n
 	b.createPartitionsLocked(tn, have, n)
 	return nil
 }
@@ -250,7 +250,7 @@ func (b *Broker) partitionedMetadata(tn TopicName, autoCreate, firstUse bool) (i
 	if !exists && firstUse {
 		return b.autoCreatePartitionedLocked(tn), nil
 	}
-	return b.partitioned[tn.String()], nil
+	return b.data.Partitioned[tn.String()], nil
 }
 
 // PartitionedTopics returns the sorted names of the partitioned topics of
@@ -260,7 +260,7 @@ func (b *Broker) PartitionedTopics(ns string, mode TopicsMode) []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := []string{}
-	for base := range b.partitioned {
+	for base := range b.data.Partitioned {
 		tn, err := ParseTopicName(base)
 		if err == nil && tn.NamespaceName() == ns && modeWants(mode, tn) {
 			out = append(out, base)

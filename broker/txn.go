@@ -92,8 +92,8 @@ func (b *Broker) initTransactions() {
 	tn, _ := ParseTopicName(CoordinatorAssignTopic)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.partitioned[tn.String()] == 0 {
-		b.partitioned[tn.String()] = 1 // a standalone's one coordinator
+	if b.data.Partitioned[tn.String()] == 0 {
+		b.data.Partitioned[tn.String()] = 1 // a standalone's one coordinator
 	}
 }
 

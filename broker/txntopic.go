@@ -39,7 +39,7 @@ func (t *Topic) txnBuffer() *txn.Buffer {
 // readEnd is where dispatch must stop reading: one past the max read
 // position.
 func (t *Topic) readEnd() int64 {
-	end := t.log.end()
+	end := t.log.End()
 	if t.buf == nil {
 		return end
 	}
@@ -77,9 +77,9 @@ func (t *Topic) appendTxnLocked(id txn.ID, e *entry, producer string, md *pb.Mes
 	}
 	// The buffer learns of the message before the subscriptions look at
 	// the new entry, so that none reads past it.
-	buf.Appended(id, t.log.end())
-	if !e.inTxn {
-		e.inTxn, e.txn = true, id // from the SEND only, as pulsar-client-go sends it
+	buf.Appended(id, t.log.End())
+	if !e.InTxn {
+		e.InTxn, e.Txn = true, id // from the SEND only, as pulsar-client-go sends it
 	}
 	n := t.appendLocked(e, producer, md)
 	t.b.recordProduced(id, TxnMessage{Topic: t.full, ID: t.eventID(n)})
@@ -144,7 +144,7 @@ func (t *Topic) endTxnLocked(id txn.ID, commit bool, lowWaterMark int64) (txn.ID
 // every consumer: a marker, or a message whose metadata names an aborted
 // transaction. Called under the topic's lock.
 func (t *Topic) entrySkip(e *entry) bool {
-	return e.marker || (e.txnMeta && t.buf != nil && t.buf.IsAborted(e.txn))
+	return e.Marker || (e.TxnMeta && t.buf != nil && t.buf.IsAborted(e.Txn))
 }
 
 // lastDispatchableLocked returns the last entry a consumer may get: at or
@@ -153,12 +153,12 @@ func (t *Topic) entrySkip(e *entry) bool {
 // getLastDispatchablePosition).
 func (t *Topic) lastDispatchableLocked() int64 {
 	n := t.readEnd() - 1
-	for ; n >= t.log.base; n-- {
-		if e := t.log.get(n); e == nil || !t.entrySkip(e) {
+	for ; n >= t.log.Base; n-- {
+		if e := t.log.Get(n); e == nil || !t.entrySkip(e) {
 			return n
 		}
 	}
-	if t.log.base > 0 && n >= 0 {
+	if t.log.Base > 0 && n >= 0 {
 		return n // freed entries: every subscription acknowledged them
 	}
 	return -1

@@ -165,8 +165,8 @@ func (g *connGate) Sent(id uint64, e int64) {
 		return
 	}
 	n := messageFrameOverhead
-	if en := g.s.topic.log.get(e); en != nil {
-		n += len(en.data)
+	if en := g.s.topic.log.Get(e); en != nil {
+		n += len(en.Data)
 	}
 	g.plannedFor(cons.conn).n += n
 }
