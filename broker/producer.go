@@ -109,7 +109,7 @@ func (t *Topic) attachProducerLocked(prod *Producer, p *pb.CommandProducer) {
 	// Pulsar registers the schema before it looks at the topic's producers.
 	version, fail := c.b.addSchema(t.name, p.Schema)
 	if fail != nil {
-		c.send(protocol.ErrorCommand(reqID, fail.code, fail.producerMessage()))
+		c.send(protocol.ErrorCommand(reqID, fail.Code, fail.ProducerMessage()))
 		return
 	}
 	prod.schemaVersion = version

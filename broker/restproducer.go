@@ -49,7 +49,7 @@ func (b *Broker) AddProducerSchema(topic string, s Schema) (int64, error) {
 	}
 	v, fail := b.addSchema(tn, ps)
 	if fail != nil {
-		return 0, fail.err()
+		return 0, fail.Err()
 	}
 	return decodeSchemaVersion(v), nil
 }

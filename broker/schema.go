@@ -10,6 +10,7 @@ import (
 
 	"github.com/pulsarsim/pulsarsim/internal/avro"
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
+	"github.com/pulsarsim/pulsarsim/schemacheck"
 )
 
 // Schemas are kept per topic, for all partitions of a partitioned topic
@@ -82,21 +83,9 @@ type Schema struct {
 	Registered time.Time
 }
 
-// schemaTypeNames are Pulsar's names of the schema types, by wire number.
-var schemaTypeNames = map[pb.Schema_Type]string{
-	pb.Schema_None: "NONE", pb.Schema_String: "STRING", pb.Schema_Json: "JSON",
-	pb.Schema_Protobuf: "PROTOBUF", pb.Schema_Avro: "AVRO", pb.Schema_Bool: "BOOLEAN",
-	pb.Schema_Int8: "INT8", pb.Schema_Int16: "INT16", pb.Schema_Int32: "INT32", pb.Schema_Int64: "INT64",
-	pb.Schema_Float: "FLOAT", pb.Schema_Double: "DOUBLE", pb.Schema_Date: "DATE", pb.Schema_Time: "TIME",
-	pb.Schema_Timestamp: "TIMESTAMP", pb.Schema_KeyValue: "KEY_VALUE", pb.Schema_Instant: "INSTANT",
-	pb.Schema_LocalDate: "LOCAL_DATE", pb.Schema_LocalTime: "LOCAL_TIME",
-	pb.Schema_LocalDateTime: "LOCAL_DATE_TIME", pb.Schema_ProtobufNative: "PROTOBUF_NATIVE",
-	pb.Schema_AutoConsume: "AUTO_CONSUME",
-}
-
 // schemaValue turns a stored version into a Schema.
 func schemaValue(v int, st storedSchema) Schema {
-	out := Schema{Version: int64(v), Type: schemaTypeNames[st.Schema.GetType()],
+	out := Schema{Version: int64(v), Type: schemacheck.TypeNames[st.Schema.GetType()],
 		Data: bytes.Clone(st.Schema.GetSchemaData()), Properties: map[string]string{}, Registered: st.At}
 	for _, kv := range st.Schema.GetProperties() {
 		out.Properties[kv.GetKey()] = kv.GetValue()
@@ -146,7 +135,7 @@ func (b *Broker) Schemas(topic string) ([]Schema, error) {
 // fails.
 func protoSchema(tn TopicName, s Schema) (*pb.Schema, error) {
 	typ, ok := pb.Schema_None, false
-	for t, name := range schemaTypeNames {
+	for t, name := range schemacheck.TypeNames {
 		if name == s.Type {
 			typ, ok = t, true
 		}
@@ -198,7 +187,7 @@ func (b *Broker) PutSchema(topic string, s Schema) (int64, error) {
 	defer b.mu.Unlock()
 	v, fail := b.putSchemaLocked(tn.Base().String(), ps, strategy)
 	if fail != nil {
-		return 0, fail.err()
+		return 0, fail.Err()
 	}
 	return int64(v), nil
 }
@@ -220,14 +209,14 @@ func (b *Broker) CheckSchemaCompatibility(topic string, s Schema) (SchemaCompati
 		return "", ErrNamespaceNotFound
 	}
 	strategy := b.schemaStrategy(tn)
-	if fail := validateSchemaData(ps); fail != nil {
-		return strategy, fail.err()
+	if fail := schemacheck.ValidateData(ps); fail != nil {
+		return strategy, fail.Err()
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	live, _ := b.liveSchemasLocked(tn.Base().String())
 	if fail := checkCompatibility(live, ps, strategy); fail != nil {
-		return strategy, fail.err()
+		return strategy, fail.Err()
 	}
 	return strategy, nil
 }
@@ -247,13 +236,13 @@ func (b *Broker) SchemaVersionOf(topic string, s Schema) (int64, error) {
 	defer b.mu.Unlock()
 	live, first := b.liveSchemasLocked(tn.Base().String())
 	var parsed *avro.Schema
-	if parsedByAvro(ps.GetType()) {
-		if parsed, _ = parseAvro(ps.GetSchemaData()); parsed == nil {
+	if schemacheck.ParsedByAvro(ps.GetType()) {
+		if parsed, _ = schemacheck.ParseAvro(ps.GetSchemaData()); parsed == nil {
 			return -1, nil
 		}
 	}
 	for i, st := range live {
-		if same, fail := sameDefinition(st.Schema, ps, parsed); fail == nil && same {
+		if same, fail := schemacheck.SameDefinition(st.Schema, ps, parsed); fail == nil && same {
 			return int64(first + i), nil
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/pulsarsim/pulsarsim/internal/avro"
 	"github.com/pulsarsim/pulsarsim/protocol"
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
+	"github.com/pulsarsim/pulsarsim/schemacheck"
 )
 
 // The schema registry's decisions, as Pulsar 4.0's SchemaRegistryServiceImpl
@@ -25,8 +26,8 @@ func (b *Broker) schemaStrategy(tn TopicName) SchemaCompatibility {
 // well-formed definition, the version of the same schema when there is
 // one, else a new version when it is compatible with the schemas since the
 // last deletion.
-func (b *Broker) putSchemaLocked(key string, s *pb.Schema, strategy SchemaCompatibility) (int, *schemaFailure) {
-	if fail := validateSchemaData(s); fail != nil {
+func (b *Broker) putSchemaLocked(key string, s *pb.Schema, strategy SchemaCompatibility) (int, *schemacheck.Failure) {
+	if fail := schemacheck.ValidateData(s); fail != nil {
 		return 0, fail
 	}
 	live, first := b.liveSchemasLocked(key)
@@ -48,19 +49,19 @@ func (b *Broker) putSchemaLocked(key string, s *pb.Schema, strategy SchemaCompat
 
 // findSchemaVersion returns the index in live of the same schema as s, as
 // Pulsar's getSchemaVersionBySchemaData finds it.
-func findSchemaVersion(live []storedSchema, s *pb.Schema) (int, bool, *schemaFailure) {
+func findSchemaVersion(live []storedSchema, s *pb.Schema) (int, bool, *schemacheck.Failure) {
 	if len(live) == 0 {
 		return 0, false, nil
 	}
 	var parsed *avro.Schema
-	if parsedByAvro(s.GetType()) {
+	if schemacheck.ParsedByAvro(s.GetType()) {
 		var cause string
-		if parsed, cause = parseAvro(s.GetSchemaData()); parsed == nil {
-			return 0, false, unexpected(cause)
+		if parsed, cause = schemacheck.ParseAvro(s.GetSchemaData()); parsed == nil {
+			return 0, false, schemacheck.Unexpected(cause)
 		}
 	}
 	for i, st := range live {
-		same, fail := sameDefinition(st.Schema, s, parsed)
+		same, fail := schemacheck.SameDefinition(st.Schema, s, parsed)
 		if fail != nil {
 			return 0, false, fail
 		}
@@ -74,7 +75,7 @@ func findSchemaVersion(live []storedSchema, s *pb.Schema) (int, bool, *schemaFai
 // checkCompatibility checks a new schema against a topic's live schemas
 // under a strategy: against the newest one (checkCompatibilityWithLatest),
 // or every one for a transitive strategy (checkCompatibilityWithAll).
-func checkCompatibility(live []storedSchema, s *pb.Schema, strategy SchemaCompatibility) *schemaFailure {
+func checkCompatibility(live []storedSchema, s *pb.Schema, strategy SchemaCompatibility) *schemacheck.Failure {
 	if strategy == SchemaAlwaysCompatible || len(live) == 0 {
 		return nil
 	}
@@ -86,35 +87,35 @@ func checkCompatibility(live []storedSchema, s *pb.Schema, strategy SchemaCompat
 
 // checkWithLatest is Pulsar's check against the newest schema: the same
 // type, and the type's check unless the definitions are the same bytes.
-func checkWithLatest(latest, s *pb.Schema, strategy SchemaCompatibility) *schemaFailure {
+func checkWithLatest(latest, s *pb.Schema, strategy SchemaCompatibility) *schemacheck.Failure {
 	if latest.GetType() != s.GetType() {
-		return incompatible("Incompatible schema: exists schema type %s, new schema type %s",
-			schemaTypeNames[latest.GetType()], schemaTypeNames[s.GetType()])
+		return schemacheck.Incompatible("Incompatible schema: exists schema type %s, new schema type %s",
+			schemacheck.TypeNames[latest.GetType()], schemacheck.TypeNames[s.GetType()])
 	}
 	if string(latest.GetSchemaData()) == string(s.GetSchemaData()) {
 		return nil
 	}
-	return checkSchemas([]*pb.Schema{latest}, s, strategy, true)
+	return schemacheck.Check([]*pb.Schema{latest}, s, strategy, true)
 }
 
 // checkWithAll is Pulsar's check against every live schema: all of the
 // same type, then the type's check over the list. Any other exception the
 // check throws becomes an IncompatibleSchemaException.
-func checkWithAll(live []storedSchema, s *pb.Schema, strategy SchemaCompatibility) *schemaFailure {
+func checkWithAll(live []storedSchema, s *pb.Schema, strategy SchemaCompatibility) *schemacheck.Failure {
 	if strategy == SchemaAlwaysCompatible {
 		return nil
 	}
 	var from []*pb.Schema
 	for _, st := range live {
 		if st.Schema.GetType() != s.GetType() {
-			return incompatible("Incompatible schema: exists schema type %s, new schema type %s",
-				schemaTypeNames[st.Schema.GetType()], schemaTypeNames[s.GetType()])
+			return schemacheck.Incompatible("Incompatible schema: exists schema type %s, new schema type %s",
+				schemacheck.TypeNames[st.Schema.GetType()], schemacheck.TypeNames[s.GetType()])
 		}
 		from = append(from, st.Schema)
 	}
-	fail := checkSchemas(from, s, strategy, false)
-	if fail != nil && fail.class != incompatibleClass {
-		return wrapped(fail.class + ": " + fail.msg)
+	fail := schemacheck.Check(from, s, strategy, false)
+	if fail != nil && fail.Class != schemacheck.IncompatibleClass {
+		return schemacheck.Wrapped(fail.Class + ": " + fail.Msg)
 	}
 	return fail
 }
@@ -125,7 +126,7 @@ func checkWithAll(live []storedSchema, s *pb.Schema, strategy SchemaCompatibilit
 // topic has a schema and schema validation is enforced (by the broker, or
 // by the policy in force for the topic). When the namespace
 // does not allow automatic updates only a schema the topic has is taken.
-func (b *Broker) addSchema(tn TopicName, s *pb.Schema) ([]byte, *schemaFailure) {
+func (b *Broker) addSchema(tn TopicName, s *pb.Schema) ([]byte, *schemacheck.Failure) {
 	pol := b.appliedPolicies(tn)
 	key := tn.Base().String()
 	b.mu.Lock()
@@ -136,7 +137,7 @@ func (b *Broker) addSchema(tn TopicName, s *pb.Schema) ([]byte, *schemaFailure) 
 		// whatever the namespace and the topic say, as in Pulsar's
 		// ServerCnx.
 		if len(live) > 0 && (*pol.SchemaValidationEnforced || *b.cfg.policies.SchemaValidationEnforced) {
-			return nil, incompatible("Producers cannot connect or send message without a schema to topics with a " +
+			return nil, schemacheck.Incompatible("Producers cannot connect or send message without a schema to topics with a " +
 				"schemawhen SchemaValidationEnforced is enabled")
 		}
 		return []byte{}, nil
@@ -147,7 +148,7 @@ func (b *Broker) addSchema(tn TopicName, s *pb.Schema) ([]byte, *schemaFailure) 
 		case fail != nil:
 			return nil, fail
 		case !found:
-			return nil, incompatible("Schema not found and schema auto updating is disabled.")
+			return nil, schemacheck.Incompatible("Schema not found and schema auto updating is disabled.")
 		}
 		return encodeSchemaVersion(first + v), nil
 	}
@@ -163,7 +164,7 @@ func (b *Broker) addSchema(tn TopicName, s *pb.Schema) ([]byte, *schemaFailure) 
 // producer, consumer or message the schema is registered as a producer's
 // would be; otherwise it must be one a reader of the topic can use. It
 // returns the refusal, or nil. An AUTO_CONSUME consumer takes any schema.
-func (t *Topic) consumerSchemaLocked(s *pb.Schema) *schemaFailure {
+func (t *Topic) consumerSchemaLocked(s *pb.Schema) *schemacheck.Failure {
 	if s == nil || s.GetType() == pb.Schema_AutoConsume {
 		return nil
 	}
@@ -189,7 +190,7 @@ func (t *Topic) consumerSchemaLocked(s *pb.Schema) *schemaFailure {
 		return nil
 	}
 	if len(live) == 0 {
-		return incompatible("Topic does not have schema to check")
+		return schemacheck.Incompatible("Topic does not have schema to check")
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -240,8 +241,8 @@ func (c *conn) handleGetOrCreateSchema(g *pb.CommandGetOrCreateSchema) {
 	default:
 		v, fail := c.b.addSchema(tn, g.GetSchema())
 		if fail != nil {
-			resp.ErrorCode = fail.code.Enum()
-			resp.ErrorMessage = proto.String(fail.producerMessage())
+			resp.ErrorCode = fail.Code.Enum()
+			resp.ErrorMessage = proto.String(fail.ProducerMessage())
 		} else {
 			resp.SchemaVersion = v
 		}

@@ -287,7 +287,7 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 	typ := dispatch.SubType(sub.GetSubType())
 	defer t.mu.Unlock()
 	if fail := t.consumerSchemaLocked(sub.GetSchema()); fail != nil {
-		refuse(&refusal{fail.code, fail.msg})
+		refuse(&refusal{fail.Code, fail.Msg})
 		return
 	}
 	s, r := t.subscriptionForLocked(c, sub, typ)

@@ -1,4 +1,11 @@
-package broker
+// Package schemacheck is what Pulsar's schema registry checks for each
+// schema type: that a schema's definition is well formed
+// (SchemaDataValidator) and whether a new schema is compatible with the ones
+// before it under a compatibility strategy (SchemaCompatibilityCheck). Each
+// check answers as the Pulsar 4.0 class it follows, with its message. The
+// checks are pure functions of the schemas; the broker's registry stores
+// the versions and asks.
+package schemacheck
 
 import (
 	"bytes"
@@ -9,95 +16,92 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pulsarsim/pulsarsim/internal/avro"
+	"github.com/pulsarsim/pulsarsim/model"
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
+
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
-
-	"github.com/pulsarsim/pulsarsim/internal/avro"
-	"github.com/pulsarsim/pulsarsim/protocol/pb"
 )
 
-// What Pulsar's schema registry checks for each schema type: that a schema's
-// definition is well formed (SchemaDataValidator) and whether a new schema is
-// compatible with the ones before it (SchemaCompatibilityCheck). Each check
-// answers as the Pulsar 4.0 class it follows, with its message.
-
-// Java exception classes that reach clients' error messages.
+// IncompatibleClass and InvalidDataClass are the Java exception classes
+// that reach clients' error messages.
 const (
-	incompatibleClass = "org.apache.pulsar.broker.service.schema.exceptions.IncompatibleSchemaException"
-	invalidDataClass  = "org.apache.pulsar.broker.service.schema.exceptions.InvalidSchemaDataException"
+	IncompatibleClass = "org.apache.pulsar.broker.service.schema.exceptions.IncompatibleSchemaException"
+	InvalidDataClass  = "org.apache.pulsar.broker.service.schema.exceptions.InvalidSchemaDataException"
 )
 
-// schemaFailure is a schema the registry refuses, as the exception Pulsar
+// Failure is a schema the registry refuses, as the exception Pulsar
 // throws: its class, message and cause, and whether it was thrown inside
 // the registry's asynchronous steps (then Pulsar's producer path words it
 // as "<exception> caused by <exception>").
-type schemaFailure struct {
-	code       pb.ServerError
-	class      string
-	msg        string
-	cause      string // the cause's toString, when the exception has one
-	completion bool
+type Failure struct {
+	Code       pb.ServerError // the error code a client gets
+	Class      string         // the Java exception's class
+	Msg        string         // its message
+	Cause      string         // the cause's toString, when the exception has one
+	Completion bool           // thrown in the registry's asynchronous steps
 }
 
-// incompatible is an IncompatibleSchemaException.
-func incompatible(format string, args ...any) *schemaFailure {
-	return &schemaFailure{code: pb.ServerError_IncompatibleSchema, class: incompatibleClass,
-		msg: fmt.Sprintf(format, args...), completion: true}
+// Incompatible is an IncompatibleSchemaException.
+func Incompatible(format string, args ...any) *Failure {
+	return &Failure{Code: pb.ServerError_IncompatibleSchema, Class: IncompatibleClass,
+		Msg: fmt.Sprintf(format, args...), Completion: true}
 }
 
-// invalidData is an InvalidSchemaDataException with its cause, if any.
-func invalidData(msg, cause string) *schemaFailure {
-	return &schemaFailure{code: pb.ServerError_IncompatibleSchema, class: invalidDataClass, msg: msg, cause: cause}
+// InvalidData is an InvalidSchemaDataException with its cause, if any.
+func InvalidData(msg, cause string) *Failure {
+	return &Failure{Code: pb.ServerError_IncompatibleSchema, Class: InvalidDataClass, Msg: msg, Cause: cause}
 }
 
-// unexpected is a Java runtime exception (not a schema exception) that
+// Unexpected is a Java runtime exception (not a schema exception) that
 // escapes the registry: clients get UnknownError.
-func unexpected(javaString string) *schemaFailure {
+func Unexpected(javaString string) *Failure {
 	class, msg, _ := strings.Cut(javaString, ": ")
-	return &schemaFailure{code: pb.ServerError_UnknownError, class: class, msg: msg, completion: true}
+	return &Failure{Code: pb.ServerError_UnknownError, Class: class, Msg: msg, Completion: true}
 }
 
-// wrapped is an IncompatibleSchemaException made from another exception:
+// Wrapped is an IncompatibleSchemaException made from another exception:
 // its message is the cause's toString.
-func wrapped(javaString string) *schemaFailure {
-	return incompatible("%s", javaString)
+func Wrapped(javaString string) *Failure {
+	return Incompatible("%s", javaString)
 }
 
-// producerMessage is the message a producer (or GET_OR_CREATE_SCHEMA) gets:
+// ProducerMessage is the message a producer (or GET_OR_CREATE_SCHEMA) gets:
 // the exception's message followed by " caused by " and its cause.
-func (f *schemaFailure) producerMessage() string {
-	if f.completion {
-		s := f.class + ": " + f.msg
+func (f *Failure) ProducerMessage() string {
+	if f.Completion {
+		s := f.Class + ": " + f.Msg
 		return s + " caused by " + s
 	}
-	if f.cause != "" {
-		return f.msg + " caused by " + f.cause
+	if f.Cause != "" {
+		return f.Msg + " caused by " + f.Cause
 	}
-	return f.msg
+	return f.Msg
 }
 
-// err returns the failure as a broker error for the exported API.
-func (f *schemaFailure) err() error {
-	if f.class == invalidDataClass {
-		return errorf(ErrInvalidSchemaData, "%s", f.msg)
+// Err returns the failure as a broker error for the exported API.
+func (f *Failure) Err() error {
+	if f.Class == InvalidDataClass {
+		return model.Errorf(model.ErrInvalidSchemaData, "%s", f.Msg)
 	}
-	if f.code == pb.ServerError_UnknownError {
-		return errorf(ErrSchemaCheckFailed, "%s: %s", f.class, f.msg)
+	if f.Code == pb.ServerError_UnknownError {
+		return model.Errorf(model.ErrSchemaCheckFailed, "%s: %s", f.Class, f.Msg)
 	}
-	return errorf(ErrIncompatibleSchema, "%s", f.msg)
+	return model.Errorf(model.ErrIncompatibleSchema, "%s", f.Msg)
 }
 
-// parsedByAvro reports whether Pulsar reads a type's definition as an Avro
+// ParsedByAvro reports whether Pulsar reads a type's definition as an Avro
 // schema.
-func parsedByAvro(t pb.Schema_Type) bool {
+func ParsedByAvro(t pb.Schema_Type) bool {
 	return t == pb.Schema_Avro || t == pb.Schema_Json || t == pb.Schema_Protobuf
 }
 
-// parseAvro parses a definition, failing as Pulsar's use of Avro's parser
+// ParseAvro parses a definition, failing as Pulsar's use of Avro's parser
 // fails: with the exception's toString.
-func parseAvro(data []byte) (*avro.Schema, string) {
+func ParseAvro(data []byte) (*avro.Schema, string) {
 	s, err := avro.Parse(string(data))
 	if err != nil {
 		var pe *avro.ParseError
@@ -109,54 +113,54 @@ func parseAvro(data []byte) (*avro.Schema, string) {
 	return s, ""
 }
 
-// validateSchemaData checks that a definition is well formed for its type,
+// ValidateData checks that a definition is well formed for its type,
 // as Pulsar's SchemaDataValidator does before registering it.
-func validateSchemaData(sc *pb.Schema) *schemaFailure {
+func ValidateData(sc *pb.Schema) *Failure {
 	t, data := sc.GetType(), sc.GetSchemaData()
-	name := schemaTypeNames[t]
+	name := TypeNames[t]
 	switch t {
 	case pb.Schema_Avro, pb.Schema_Json, pb.Schema_Protobuf:
-		s, cause := parseAvro(data)
+		s, cause := ParseAvro(data)
 		if s == nil && t == pb.Schema_Json {
 			if _, jcause := jsonSchemaDefinition(data); jcause != "" {
-				return invalidData("Invalid schema definition data for JSON schema", jcause)
+				return InvalidData("Invalid schema definition data for JSON schema", jcause)
 			}
 			return nil
 		}
 		if s == nil {
-			return invalidData("Invalid schema definition data for "+name+" schema", cause)
+			return InvalidData("Invalid schema definition data for "+name+" schema", cause)
 		}
 		if t == pb.Schema_Avro && s.Type == avro.Union {
-			return invalidData("Avro schema typed [UNION] is not supported", "")
+			return InvalidData("Avro schema typed [UNION] is not supported", "")
 		}
 	case pb.Schema_ProtobufNative:
 		if _, cause := protobufNativeRoot(data); cause != "" {
 			if cause == rootMissing {
-				return invalidData("protobuf root message descriptor is null, please recheck rootMessageTypeName or "+
+				return InvalidData("protobuf root message descriptor is null, please recheck rootMessageTypeName or "+
 					"rootFileDescriptorName conf.", "")
 			}
-			return invalidData("deserialize ProtobufNative Schema failed",
+			return InvalidData("deserialize ProtobufNative Schema failed",
 				"org.apache.pulsar.client.api.SchemaSerializationException: "+cause)
 		}
 	case pb.Schema_String:
 		if len(data) > 0 && string(data) != "null" {
-			return invalidData(fmt.Sprintf("Invalid schema definition data for string schema : '%s'", data), "")
+			return InvalidData(fmt.Sprintf("Invalid schema definition data for string schema : '%s'", data), "")
 		}
 	case pb.Schema_KeyValue:
 		k, v, ok := decodeKeyValueSchema(data, sc.GetProperties())
 		if !ok {
-			return unexpected("java.nio.BufferUnderflowException: the key and value schemas' lengths exceed the data")
+			return Unexpected("java.nio.BufferUnderflowException: the key and value schemas' lengths exceed the data")
 		}
-		if f := validateSchemaData(k); f != nil {
+		if f := ValidateData(k); f != nil {
 			return f
 		}
-		return validateSchemaData(v)
+		return ValidateData(v)
 	case pb.Schema_None:
 	case pb.Schema_AutoConsume:
-		return invalidData("Schema AUTO_CONSUME is a client-side schema type", "")
+		return InvalidData("Schema AUTO_CONSUME is a client-side schema type", "")
 	default:
 		if len(data) > 0 {
-			return invalidData(fmt.Sprintf("Invalid schema definition data for primitive schemas :length of schema "+
+			return InvalidData(fmt.Sprintf("Invalid schema definition data for primitive schemas :length of schema "+
 				"data should be zero, but %d bytes is found", len(data)), "")
 		}
 	}
@@ -264,7 +268,7 @@ func decodeKeyValueSchema(data []byte, props []*pb.KeyValue) (key, value *pb.Sch
 			def, data = data[:n], data[n:]
 		}
 		typ := pb.Schema_None
-		for t, name := range schemaTypeNames {
+		for t, name := range TypeNames {
 			if name == get(which+".schema.type") {
 				typ = t
 			}
@@ -280,11 +284,11 @@ func decodeKeyValueSchema(data []byte, props []*pb.KeyValue) (key, value *pb.Sch
 	return key, value, true
 }
 
-// checkSchemas checks a new schema against existing ones of its type
+// Check checks a new schema against existing ones of its type
 // (oldest first) as the SchemaCompatibilityCheck of that type does: latest
 // is true for the single-schema form (the non-transitive strategies and the
 // consumer's check), whose JSON check differs.
-func checkSchemas(from []*pb.Schema, to *pb.Schema, strategy SchemaCompatibility, latest bool) *schemaFailure {
+func Check(from []*pb.Schema, to *pb.Schema, strategy model.SchemaCompatibility, latest bool) *Failure {
 	switch to.GetType() {
 	case pb.Schema_Avro:
 		return checkAvro(from, to, strategy)
@@ -303,8 +307,8 @@ func checkSchemas(from []*pb.Schema, to *pb.Schema, strategy SchemaCompatibility
 	case pb.Schema_KeyValue:
 		return checkKeyValue(from, to, strategy)
 	}
-	if strategy == SchemaAlwaysIncompatible {
-		return incompatible("Schema compatibility strategy is ALWAYS_INCOMPATIBLE")
+	if strategy == model.SchemaAlwaysIncompatible {
+		return Incompatible("Schema compatibility strategy is ALWAYS_INCOMPATIBLE")
 	}
 	return nil
 }
@@ -312,30 +316,30 @@ func checkSchemas(from []*pb.Schema, to *pb.Schema, strategy SchemaCompatibility
 // checkAvro is Pulsar's Avro check: Avro's SchemaValidator for the
 // strategy, against the newest schema or, for a transitive strategy, each
 // one from the newest.
-func checkAvro(from []*pb.Schema, to *pb.Schema, strategy SchemaCompatibility) *schemaFailure {
+func checkAvro(from []*pb.Schema, to *pb.Schema, strategy model.SchemaCompatibility) *Failure {
 	var existing []*avro.Schema
 	for i := len(from) - 1; i >= 0; i-- {
-		s, cause := parseAvro(from[i].GetSchemaData())
+		s, cause := ParseAvro(from[i].GetSchemaData())
 		if s == nil {
-			return wrapped(cause)
+			return Wrapped(cause)
 		}
 		existing = append(existing, s)
 	}
-	next, cause := parseAvro(to.GetSchemaData())
+	next, cause := ParseAvro(to.GetSchemaData())
 	if next == nil {
-		return wrapped(cause)
+		return Wrapped(cause)
 	}
-	fail := func(writer, reader *avro.Schema) *schemaFailure {
-		return incompatible("Error during schema compatibility check with strategy %s: "+
+	fail := func(writer, reader *avro.Schema) *Failure {
+		return Incompatible("Error during schema compatibility check with strategy %s: "+
 			"org.apache.avro.SchemaValidationException: Unable to read schema: \n%s\nusing schema:\n%s",
 			strategy, writer.Pretty(), reader.Pretty())
 	}
 	switch strategy {
-	case SchemaAlwaysCompatible:
+	case model.SchemaAlwaysCompatible:
 		return nil
-	case SchemaBackward, SchemaForward, SchemaFull:
+	case model.SchemaBackward, model.SchemaForward, model.SchemaFull:
 		existing = existing[:1]
-	case SchemaBackwardTransitive, SchemaForwardTransitive, SchemaFullTransitive:
+	case model.SchemaBackwardTransitive, model.SchemaForwardTransitive, model.SchemaFullTransitive:
 	default:
 		return fail(next, next)
 	}
@@ -344,16 +348,16 @@ func checkAvro(from []*pb.Schema, to *pb.Schema, strategy SchemaCompatibility) *
 		// Avro's validators try them.
 		pairs := [][2]*avro.Schema{{old, next}}
 		switch strategy {
-		case SchemaForward, SchemaForwardTransitive:
+		case model.SchemaForward, model.SchemaForwardTransitive:
 			pairs = [][2]*avro.Schema{{next, old}}
-		case SchemaFull, SchemaFullTransitive:
+		case model.SchemaFull, model.SchemaFullTransitive:
 			pairs = [][2]*avro.Schema{{next, old}, {old, next}}
 		}
 		for _, p := range pairs {
 			ok, err := avro.CanRead(p[0], p[1])
 			var de *avro.DefaultError
 			if errors.As(err, &de) {
-				return unexpected(de.JavaString())
+				return Unexpected(de.JavaString())
 			}
 			if !ok {
 				return fail(p[0], p[1])
@@ -366,9 +370,9 @@ func checkAvro(from []*pb.Schema, to *pb.Schema, strategy SchemaCompatibility) *
 // checkJSON is Pulsar's JSON check against the newest schema: Avro's rules
 // when both definitions are Avro schemas; definitions in the older JSON
 // Schema form pass, or compare their ids.
-func checkJSON(from, to *pb.Schema, strategy SchemaCompatibility) *schemaFailure {
-	fromAvro, _ := parseAvro(from.GetSchemaData())
-	toAvro, _ := parseAvro(to.GetSchemaData())
+func checkJSON(from, to *pb.Schema, strategy model.SchemaCompatibility) *Failure {
+	fromAvro, _ := ParseAvro(from.GetSchemaData())
+	toAvro, _ := ParseAvro(to.GetSchemaData())
 	toID, toErr := jsonSchemaDefinition(to.GetSchemaData())
 	switch {
 	case fromAvro != nil && toAvro != nil:
@@ -376,39 +380,39 @@ func checkJSON(from, to *pb.Schema, strategy SchemaCompatibility) *schemaFailure
 	case fromAvro != nil && toErr == "":
 		return nil
 	case fromAvro != nil:
-		return incompatible("Unknown schema format")
+		return Incompatible("Unknown schema format")
 	}
 	fromID, fromErr := jsonSchemaDefinition(from.GetSchemaData())
 	switch {
 	case fromErr != "" || toAvro != nil:
 		return nil
 	case toErr != "":
-		return incompatible("Unknown schema format")
+		return Incompatible("Unknown schema format")
 	case fromID != toID:
-		return incompatible("Incompatible Schema from %s + to %s", from.GetSchemaData(), to.GetSchemaData())
+		return Incompatible("Incompatible Schema from %s + to %s", from.GetSchemaData(), to.GetSchemaData())
 	}
 	return nil
 }
 
 // checkProtobufNative is Pulsar's PROTOBUF_NATIVE check: the root message
 // may not change.
-func checkProtobufNative(from, to *pb.Schema, strategy SchemaCompatibility) *schemaFailure {
+func checkProtobufNative(from, to *pb.Schema, strategy model.SchemaCompatibility) *Failure {
 	fromRoot, cause := protobufNativeRoot(from.GetSchemaData())
 	toRoot, toCause := protobufNativeRoot(to.GetSchemaData())
 	if cause == "" {
 		cause = toCause
 	}
 	if cause != "" && cause != rootMissing {
-		return unexpected("org.apache.pulsar.client.api.SchemaSerializationException: " + cause)
+		return Unexpected("org.apache.pulsar.client.api.SchemaSerializationException: " + cause)
 	}
 	switch strategy {
-	case SchemaAlwaysCompatible:
+	case model.SchemaAlwaysCompatible:
 		return nil
-	case SchemaAlwaysIncompatible:
-		return incompatible("Unknown SchemaCompatibilityStrategy.")
+	case model.SchemaAlwaysIncompatible:
+		return Incompatible("Unknown SchemaCompatibilityStrategy.")
 	}
 	if fromRoot != toRoot {
-		return incompatible("Protobuf root message change is not allowed under the '%s' strategy. "+
+		return Incompatible("Protobuf root message change is not allowed under the '%s' strategy. "+
 			"Original message name: '%s', new message name: '%s'.", strategy, fromRoot, toRoot)
 	}
 	return nil
@@ -416,34 +420,34 @@ func checkProtobufNative(from, to *pb.Schema, strategy SchemaCompatibility) *sch
 
 // checkKeyValue is Pulsar's KEY_VALUE check: the key and value types may
 // not change, and each is checked as a schema of its type.
-func checkKeyValue(from []*pb.Schema, to *pb.Schema, strategy SchemaCompatibility) *schemaFailure {
-	if strategy == SchemaAlwaysCompatible {
+func checkKeyValue(from []*pb.Schema, to *pb.Schema, strategy model.SchemaCompatibility) *Failure {
+	if strategy == model.SchemaAlwaysCompatible {
 		return nil
 	}
 	toKey, toValue, ok := decodeKeyValueSchema(to.GetSchemaData(), to.GetProperties())
 	if !ok {
-		return unexpected("java.nio.BufferUnderflowException: the key and value schemas' lengths exceed the data")
+		return Unexpected("java.nio.BufferUnderflowException: the key and value schemas' lengths exceed the data")
 	}
 	var keys, values []*pb.Schema
 	for _, f := range from {
 		if f.GetType() != pb.Schema_KeyValue {
-			return incompatible("From schema is not a KEY_VALUE schema.")
+			return Incompatible("From schema is not a KEY_VALUE schema.")
 		}
 		k, v, ok := decodeKeyValueSchema(f.GetSchemaData(), f.GetProperties())
 		if !ok {
-			return unexpected("java.nio.BufferUnderflowException: the key and value schemas' lengths exceed the data")
+			return Unexpected("java.nio.BufferUnderflowException: the key and value schemas' lengths exceed the data")
 		}
 		if k.GetType() != toKey.GetType() || v.GetType() != toValue.GetType() {
-			return incompatible("Key schemas or Value schemas are different schema type, from key schema type is %s "+
+			return Incompatible("Key schemas or Value schemas are different schema type, from key schema type is %s "+
 				"and to key schema is %s, from value schema is %s and to value schema is %s",
 				kvTypeName(k), kvTypeName(toKey), kvTypeName(v), kvTypeName(toValue))
 		}
 		keys, values = append(keys, k), append(values, v)
 	}
-	if fail := checkSchemas(keys, toKey, strategy, false); fail != nil {
+	if fail := Check(keys, toKey, strategy, false); fail != nil {
 		return fail
 	}
-	return checkSchemas(values, toValue, strategy, false)
+	return Check(values, toValue, strategy, false)
 }
 
 // kvTypeName names a key or value schema's type; an absent type is BYTES.
@@ -451,21 +455,33 @@ func kvTypeName(s *pb.Schema) string {
 	if s.GetType() == pb.Schema_None {
 		return "BYTES"
 	}
-	return schemaTypeNames[s.GetType()]
+	return TypeNames[s.GetType()]
 }
 
-// sameDefinition reports whether two schemas are the same version, as
+// SameDefinition reports whether two schemas are the same version, as
 // Pulsar's getSchemaVersionBySchemaData decides: for the types it reads
 // with Avro's parser, equal parsed schemas of the same type (next is given
 // parsed then); otherwise the same type and bytes. A stored definition
 // that does not parse fails as Pulsar's parser does there.
-func sameDefinition(have, next *pb.Schema, nextParsed *avro.Schema) (bool, *schemaFailure) {
-	if nextParsed != nil && parsedByAvro(have.GetType()) {
-		old, cause := parseAvro(have.GetSchemaData())
+func SameDefinition(have, next *pb.Schema, nextParsed *avro.Schema) (bool, *Failure) {
+	if nextParsed != nil && ParsedByAvro(have.GetType()) {
+		old, cause := ParseAvro(have.GetSchemaData())
 		if old == nil {
-			return false, unexpected(cause)
+			return false, Unexpected(cause)
 		}
 		return old.Equal(nextParsed) && have.GetType() == next.GetType(), nil
 	}
 	return have.GetType() == next.GetType() && bytes.Equal(have.GetSchemaData(), next.GetSchemaData()), nil
+}
+
+// TypeNames are Pulsar's names of the schema types, by wire number.
+var TypeNames = map[pb.Schema_Type]string{
+	pb.Schema_None: "NONE", pb.Schema_String: "STRING", pb.Schema_Json: "JSON",
+	pb.Schema_Protobuf: "PROTOBUF", pb.Schema_Avro: "AVRO", pb.Schema_Bool: "BOOLEAN",
+	pb.Schema_Int8: "INT8", pb.Schema_Int16: "INT16", pb.Schema_Int32: "INT32", pb.Schema_Int64: "INT64",
+	pb.Schema_Float: "FLOAT", pb.Schema_Double: "DOUBLE", pb.Schema_Date: "DATE", pb.Schema_Time: "TIME",
+	pb.Schema_Timestamp: "TIMESTAMP", pb.Schema_KeyValue: "KEY_VALUE", pb.Schema_Instant: "INSTANT",
+	pb.Schema_LocalDate: "LOCAL_DATE", pb.Schema_LocalTime: "LOCAL_TIME",
+	pb.Schema_LocalDateTime: "LOCAL_DATE_TIME", pb.Schema_ProtobufNative: "PROTOBUF_NATIVE",
+	pb.Schema_AutoConsume: "AUTO_CONSUME",
 }
