@@ -50,7 +50,7 @@ func autoTopicCreationOut(a broker.AutoTopicCreation) autoTopicCreationJSON {
 func (s *Server) decodeAutoTopicCreation(body []byte) (broker.AutoTopicCreation, error) {
 	var j autoTopicCreationJSON
 	if err := json.Unmarshal(body, &j); err != nil {
-		return broker.AutoTopicCreation{}, errStatus(http.StatusBadRequest, "Invalid JSON body: "+err.Error())
+		return broker.AutoTopicCreation{}, badBody(body, err)
 	}
 	a := broker.AutoTopicCreation{Allow: j.AllowAutoTopicCreation}
 	if j.TopicType != nil {

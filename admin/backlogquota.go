@@ -143,7 +143,8 @@ func (s *Server) setNamespaceBacklogQuota(w http.ResponseWriter, r *http.Request
 	if err == nil {
 		err = refusal
 	}
-	reply(w, nil, err)
+	// Pulsar's update of a missing namespace's quota fails without a reason.
+	reply(w, nil, namespaceMissing(err, noReason))
 }
 
 func (s *Server) removeNamespaceBacklogQuota(w http.ResponseWriter, r *http.Request) {
@@ -155,7 +156,7 @@ func (s *Server) removeNamespaceBacklogQuota(w http.ResponseWriter, r *http.Requ
 	if err == nil {
 		err = s.b.UpdateNamespacePolicies(ns, func(p *broker.Policies) { *field(p) = nil })
 	}
-	reply(w, nil, err)
+	reply(w, nil, namespaceMissing(err, noReason))
 }
 
 // topicBacklogQuotas answers a topic's own quotas; with ?applied, when it

@@ -228,7 +228,13 @@ func TestBadRequestsGetPulsarsStatusAndChangeNothing(t *testing.T) {
 			}
 			var reason struct{ Reason string }
 			if err := json.Unmarshal(body, &reason); err != nil || reason.Reason == "" {
-				t.Fatalf("body %q is not a JSON reason: %v", body, err)
+				// A body Jackson cannot read is answered in its words,
+				// in plain text; never in Go's.
+				jackson := strings.HasPrefix(string(body), "Unrecognized token") ||
+					strings.HasPrefix(string(body), "Cannot ") || strings.HasPrefix(string(body), "Unexpected ")
+				if status != http.StatusBadRequest || !jackson || strings.Contains(string(body), "Go struct") {
+					t.Fatalf("body %q is neither a JSON reason nor Jackson's words: %v", body, err)
+				}
 			}
 			if diff := cmp.Diff(before, stateOf(t, b)); diff != "" {
 				t.Fatalf("the refused request changed the broker (-before +after):\n%s", diff)

@@ -85,6 +85,11 @@ func httpError(w http.ResponseWriter, status int, reason string) {
 // reply writes err as an error response, or v as JSON (nothing but 204 when
 // v is nil).
 func reply(w http.ResponseWriter, v any, err error) {
+	var be *bodyError
+	if errors.As(err, &be) {
+		writeBodyError(w, be)
+		return
+	}
 	if err != nil {
 		httpError(w, status(err), err.Error())
 		return
@@ -154,12 +159,11 @@ func readInt(r *http.Request) (int, error) {
 	if json.Unmarshal(body, &meta) == nil && meta.Partitions != nil {
 		return *meta.Partitions, nil
 	}
-	s := strings.Trim(strings.TrimSpace(string(body)), `"`)
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, errStatus(http.StatusBadRequest, "Invalid number: "+s)
+	var n flexInt
+	if err := json.Unmarshal(body, &n); err != nil {
+		return 0, badBody(body, err)
 	}
-	return n, nil
+	return int(n), nil
 }
 
 // decodeJSON reads a JSON request body into v; an empty body is no error
@@ -170,7 +174,7 @@ func decodeJSON(r *http.Request, v any) error {
 		return err
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return errStatus(http.StatusBadRequest, "Invalid JSON body: "+err.Error())
+		return badBody(body, err)
 	}
 	return nil
 }

@@ -36,10 +36,10 @@ func readNamespaceCreation(r *http.Request) (namespaceCreation, error) {
 		return body, err
 	}
 	if err := json.Unmarshal(raw, &body); err != nil {
-		return body, errStatus(http.StatusBadRequest, "Invalid JSON body: "+err.Error())
+		return body, badBody(raw, err)
 	}
 	if err := json.Unmarshal(raw, &body.policies); err != nil {
-		return body, errStatus(http.StatusBadRequest, "Invalid JSON body: "+err.Error())
+		return body, badBody(raw, err)
 	}
 	return body, nil
 }
@@ -72,7 +72,7 @@ func (s *Server) creationChange(body namespaceCreation) (func(*broker.Policies),
 		}
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(v, &m); err != nil {
-			add(nil, errStatus(http.StatusBadRequest, "Invalid JSON body: "+err.Error()))
+			add(nil, badBody(v, err))
 			return
 		}
 		if rate, ok := m[s.b.ClusterName()]; ok && string(rate) != "null" {
@@ -92,7 +92,7 @@ func (s *Server) creationChange(body namespaceCreation) (func(*broker.Policies),
 	if v, ok := value("backlog_quota_map"); ok {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(v, &m); err != nil {
-			add(nil, errStatus(http.StatusBadRequest, "Invalid JSON body: "+err.Error()))
+			add(nil, badBody(v, err))
 		}
 		for kind, field := range map[string]func(*broker.Policies) **broker.BacklogQuota{
 			quotaSize: func(p *broker.Policies) **broker.BacklogQuota { return &p.BacklogQuota },
@@ -132,7 +132,7 @@ func creationSchemaChange(value func(string) ([]byte, bool)) (func(*broker.Polic
 	if v, ok := value("schema_compatibility_strategy"); ok {
 		var name string
 		if err := json.Unmarshal(v, &name); err != nil {
-			return nil, errStatus(http.StatusBadRequest, "Invalid JSON body: "+err.Error())
+			return nil, badBody(v, err)
 		}
 		for _, c := range broker.SchemaCompatibilities {
 			if string(c) == name {
@@ -144,7 +144,7 @@ func creationSchemaChange(value func(string) ([]byte, bool)) (func(*broker.Polic
 		if v, ok := value(name); ok {
 			var b bool
 			if err := json.Unmarshal(v, &b); err != nil {
-				return nil, errStatus(http.StatusBadRequest, "Invalid JSON body: "+err.Error())
+				return nil, badBody(v, err)
 			}
 			*dst = &b
 		}

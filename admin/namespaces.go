@@ -131,6 +131,10 @@ func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = s.b.DeleteNamespace(ns, boolParam(r, "force"))
 	}
+	if errors.Is(err, broker.ErrNamespaceNotFound) {
+		// Pulsar's deletion names the namespace, with a full stop.
+		err = errStatus(http.StatusNotFound, "Namespace "+ns+" does not exist.")
+	}
 	reply(w, nil, err)
 }
 

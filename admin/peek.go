@@ -134,6 +134,10 @@ func (s *Server) lastMessageID(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		id, err = s.b.LastMessageID(topic)
 	}
+	if err == nil && r.PathValue("domain") == "non-persistent" {
+		// Found, then refused: a non-persistent topic keeps no ledger.
+		err = errStatus(http.StatusMethodNotAllowed, "GetLastMessageId on a non-persistent topic is not allowed")
+	}
 	if err != nil {
 		reply(w, nil, err)
 		return

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -67,6 +68,27 @@ type policyEndpoint struct {
 	// nsMethod is the method that sets the namespace-level policy: POST
 	// when empty (Pulsar sets a few with PUT).
 	nsMethod string
+	// nsMissing, when set, is the reason of the 404 that setting or
+	// removing the policy of a missing namespace answers, where Pulsar's
+	// words are not "Namespace does not exist" (namespaceMissing).
+	nsMissing *string
+}
+
+// Pulsar's reasons for a missing namespace where a policy's update reads
+// the namespace's policies document rather than checking the namespace
+// first: "Namespace policies does not exist", or none at all.
+var (
+	noPolicies = new("Namespace policies does not exist")
+	noReason   = new("")
+)
+
+// namespaceMissing words a missing namespace as Pulsar does for a policy
+// whose missing-namespace reason is reason (nil: the broker's own).
+func namespaceMissing(err error, reason *string) error {
+	if reason != nil && errors.Is(err, broker.ErrNamespaceNotFound) {
+		return errStatus(http.StatusNotFound, *reason)
+	}
+	return err
 }
 
 // intPolicy is a policy held in an int field: nsName and topicReason name
@@ -119,9 +141,9 @@ var policyEndpoints = []policyEndpoint{
 	optionalAtTopic(intPolicy(func(p *broker.Policies) **int { return &p.MaxConsumersPerSubscription },
 		"maxConsumersPerSubscription", "Invalid value for maxConsumersPerSubscription").
 		with("maxConsumersPerSubscription", "maxConsumersPerSubscription", "max_consumers_per_subscription")),
-	optionalAtTopic(intPolicy(func(p *broker.Policies) **int { return &p.MaxSubscriptionsPerTopic },
+	missingAsNoPolicies(optionalAtTopic(intPolicy(func(p *broker.Policies) **int { return &p.MaxSubscriptionsPerTopic },
 		"maxSubscriptionsPerTopic", "maxSubscriptionsPerTopic must be 0 or more").
-		with("maxSubscriptionsPerTopic", "maxSubscriptionsPerTopic", "max_subscriptions_per_topic")),
+		with("maxSubscriptionsPerTopic", "maxSubscriptionsPerTopic", "max_subscriptions_per_topic"))),
 	removedWhenEmptyAtTopic(intPolicy(func(p *broker.Policies) **int { return &p.MaxUnackedMessagesPerConsumer },
 		"maxUnackedMessagesPerConsumer", "maxUnackedNum must be 0 or more").
 		with("maxUnackedMessagesPerConsumer", "maxUnackedMessagesOnConsumer", "max_unacked_messages_per_consumer")),
@@ -143,6 +165,13 @@ var policyEndpoints = []policyEndpoint{
 // value: unset is a 204, and there is no ?applied.
 func optionalAtTopic(e policyEndpoint) policyEndpoint {
 	e.topicUnset, e.applied = http.StatusNoContent, false
+	return e
+}
+
+// missingAsNoPolicies marks a policy whose update on a missing namespace
+// answers "Namespace policies does not exist".
+func missingAsNoPolicies(e policyEndpoint) policyEndpoint {
+	e.nsMissing = noPolicies
 	return e
 }
 
@@ -169,7 +198,7 @@ var messageTTLEndpoint = func() policyEndpoint {
 }()
 
 var retentionEndpoint = policyEndpoint{
-	nsPath: "retention", topicPath: "retention", jsonName: "retention_policies",
+	nsPath: "retention", topicPath: "retention", jsonName: "retention_policies", nsMissing: noPolicies,
 	value: func(p broker.Policies) (any, bool) {
 		if p.Retention == nil {
 			return nil, false
@@ -224,6 +253,7 @@ var replicatorDispatchRateEndpoint = func() policyEndpoint {
 	e := dispatchRateEndpoint(func(p *broker.Policies) **broker.DispatchRate { return &p.ReplicatorDispatchRate }).
 		with("replicatorDispatchRate", "replicatorDispatchRate", "")
 	e.topicEmpty = emptyRemoves
+	e.nsMissing = noReason
 	return e
 }()
 
@@ -264,7 +294,7 @@ var deduplicationEndpoint = policyEndpoint{
 }
 
 var delayedDeliveryEndpoint = policyEndpoint{
-	nsPath: "delayedDelivery", topicPath: "delayedDelivery", jsonName: "delayed_delivery_policies",
+	nsPath: "delayedDelivery", topicPath: "delayedDelivery", jsonName: "delayed_delivery_policies", nsMissing: noPolicies,
 	value: func(p broker.Policies) (any, bool) {
 		if p.DelayedDelivery == nil {
 			return nil, false
@@ -457,7 +487,7 @@ func (s *Server) setNamespacePolicy(p policyEndpoint) http.HandlerFunc {
 				err = refusal
 			}
 		}
-		reply(w, nil, err)
+		reply(w, nil, namespaceMissing(err, p.nsMissing))
 	}
 }
 
@@ -467,7 +497,7 @@ func (s *Server) removeNamespacePolicy(p policyEndpoint) http.HandlerFunc {
 		if err == nil {
 			err = s.b.UpdateNamespacePolicies(ns, p.remove)
 		}
-		reply(w, nil, err)
+		reply(w, nil, namespaceMissing(err, p.nsMissing))
 	}
 }
 

@@ -2,7 +2,7 @@ package admin
 
 import (
 	"encoding/json"
-	"net/http"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -25,7 +25,7 @@ func (n *flexInt) UnmarshalJSON(b []byte) error {
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return err
+		return &numberError{value: strings.TrimSpace(string(b)), javaType: "int"}
 	}
 	*n = flexInt(v)
 	return nil
@@ -88,7 +88,7 @@ func delayedDeliveryOut(d broker.DelayedDelivery) delayedDeliveryJSON {
 // 400, as Jersey answers it.
 func decodeBody(body []byte, v any) error {
 	if err := json.Unmarshal(body, v); err != nil {
-		return errStatus(http.StatusBadRequest, "Invalid JSON body: "+err.Error())
+		return badBody(body, err)
 	}
 	return nil
 }
@@ -104,11 +104,16 @@ func decodeIntBody(body []byte) (int, error) {
 
 // decodeBoolBody reads a bool policy's body: true or false, quoted or not.
 func decodeBoolBody(body []byte) (bool, error) {
-	v, err := strconv.ParseBool(strings.Trim(strings.TrimSpace(string(body)), `"`))
-	if err != nil {
-		return false, errStatus(http.StatusBadRequest, "Invalid JSON body: not a boolean: "+string(body))
+	text := strings.TrimSpace(string(body))
+	v, err := strconv.ParseBool(strings.Trim(text, `"`))
+	if err == nil {
+		return v, nil
 	}
-	return v, nil
+	if !strings.HasPrefix(text, `"`) {
+		return false, &bodyError{msg: syntaxMessage(body, len(body), "")}
+	}
+	return false, &bodyError{msg: fmt.Sprintf("Cannot deserialize value of type `boolean` from String %s: "+
+		`only "true"/"True"/"TRUE" or "false"/"False"/"FALSE" recognized`, text) + location(body, strings.Index(string(body), `"`))}
 }
 
 // decodeBacklogQuota reads a BacklogQuota body. A policy Pulsar does not

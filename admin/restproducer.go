@@ -119,11 +119,7 @@ func (s *Server) restProduce(w http.ResponseWriter, r *http.Request) {
 	var req *restProducerMessages
 	if len(strings.TrimSpace(string(body))) > 0 {
 		if err := json.Unmarshal(body, &req); err != nil {
-			// Pulsar's JSON reader answers a body that does not parse in
-			// plain text.
-			w.Header().Set("Content-Type", "text/plain")
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprint(w, err.Error())
+			reply(w, nil, badBody(body, err))
 			return
 		}
 	}

@@ -78,7 +78,7 @@ func TestAdminRefusesWhatTheRoleMayNotDoWithPulsarsAnswers(t *testing.T) {
 			"Unauthorized to validateBothTenantOperationAndSuperUser for originalPrincipal [null] and clientAppId [anonymous] about operation [LIST_TENANTS] "},
 		{"a role creates a tenant", "PUT", "/admin/v2/tenants/t1", bearer("bob"), 401,
 			"Unauthorized to validateBothTenantOperationAndSuperUser for originalPrincipal [null] and clientAppId [bob] about operation [CREATE_TENANT] "},
-		{"a role looks a topic up", "GET", "/admin/v2/persistent/public/default/h1/partitions", bearer("bob"), 401,
+		{"a role looks a topic up", "GET", "/admin/v2/persistent/public/default/h1/partitions?checkAllowAutoCreation=true", bearer("bob"), 401,
 			"Unauthorized to validateTopicOperation for operation [LOOKUP] on topic [persistent://public/default/h1]"},
 		{"HTTP lookup", "GET", "/lookup/v2/topic/persistent/public/default/h1", bearer("bob"), 401,
 			"Unauthorized to validateTopicOperation for operation [LOOKUP] on topic [persistent://public/default/h1]"},
@@ -123,7 +123,7 @@ func TestAdminGrantsAndRevokesPermissions(t *testing.T) {
 	if status, body := httpCall(t, "GET", ns, admin, ""); status != 200 || body != `{"alice":["produce","consume"]}` {
 		t.Fatalf("permissions: %d %s", status, body)
 	}
-	if status, _ := httpCall(t, "GET", url+"/admin/v2/persistent/public/default/h1/partitions", bearer("alice"), ""); status != 200 {
+	if status, _ := httpCall(t, "GET", url+"/admin/v2/persistent/public/default/h1/partitions?checkAllowAutoCreation=true", bearer("alice"), ""); status != 200 {
 		t.Fatalf("alice after the grant: %d", status)
 	}
 	if status, body := httpCall(t, "POST", ns+"/alice", admin, ""); status != 400 || reason(body) != "Actions should not be null" {

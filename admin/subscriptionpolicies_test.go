@@ -43,7 +43,8 @@ func TestSubscriptionDispatchRateEndpoint(t *testing.T) {
 		expect("POST", path, unchanged, http.StatusNoContent, "")
 		expect("GET", path, "", http.StatusOK, want)
 	}
-	expect("POST", path, "x", http.StatusBadRequest, `{"reason":"Invalid JSON body: invalid character 'x' looking for beginning of value"}`)
+	expect("POST", path, "x", http.StatusBadRequest, "Unrecognized token 'x': was expecting (JSON String, Number, Array, "+
+		"Object or token 'null', 'true' or 'false')\n at [Source: REDACTED (`StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION` disabled); line: 1, column: 2]")
 
 	// Another subscription reads the topic's subscription rate as applied.
 	expect("POST", "/admin/v2/persistent/public/default/sub-rate/subscriptionDispatchRate", `{"dispatchThrottlingRateInMsg":11}`, http.StatusNoContent, "")

@@ -56,8 +56,15 @@ func (s *Server) updatePartitions(w http.ResponseWriter, r *http.Request) {
 func (s *Server) getPartitions(w http.ResponseWriter, r *http.Request) {
 	topic, err := topicFromPath(r)
 	var n int
-	if err == nil {
+	switch {
+	case err != nil:
+	case boolParam(r, "checkAllowAutoCreation"):
+		// The client's lookup: creation on first use may answer for a
+		// topic that does not exist yet.
 		n, err = s.b.PartitionedMetadata(topic)
+	default:
+		// A topic that does not exist is a 404, as Pulsar answers it.
+		n, err = s.b.ExistingPartitions(topic)
 	}
 	if err != nil {
 		reply(w, nil, err)
@@ -146,6 +153,9 @@ func (s *Server) terminateTopic(w http.ResponseWriter, r *http.Request) {
 	}
 	topic, err := topicFromPath(r)
 	var id broker.MessageID
+	if n, perr := s.b.ExistingPartitions(topic); err == nil && perr == nil && n > 0 {
+		err = errStatus(http.StatusMethodNotAllowed, "Termination of a partitioned topic is not allowed")
+	}
 	if err == nil {
 		id, err = s.b.TerminateTopic(topic)
 	}
