@@ -173,9 +173,19 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	url, tlsURL, _ := s.b.LookupURLs("")
-	web, webTLS := "http://"+r.Host, ""
+	// The web service's URL under the advertised address, of the scheme
+	// the request came by.
+	web, webTLS := s.webURLs(r)
 	if r.TLS != nil {
-		web, webTLS = "", "https://"+r.Host
+		web = ""
+		if webTLS == "" {
+			webTLS = "https://" + r.Host
+		}
+	} else {
+		webTLS = ""
+		if web == "" {
+			web = "http://" + r.Host
+		}
 	}
 	reply(w, lookupData(url, tlsURL, web, webTLS), nil)
 }

@@ -423,10 +423,12 @@ func (b *Broker) LoadedTopics() []string {
 
 // SetWebServiceURL tells the broker the http:// URL its admin API and HTTP
 // lookups are served on, which the cluster's other brokers redirect to and
-// name it by.
+// name it by (its broker id is the URL's host and port), under the
+// advertised address when there is one (Advertised).
 func (b *Broker) SetWebServiceURL(u string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	u = b.advertise(u)
 	b.webURL = u
 	b.data.Owners.Update(b.node, func(nd *bundles.Node) { nd.WebURL = u })
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -88,15 +89,22 @@ func (b *Broker) LookupURLs(listener string) (url, tlsURL string, err error) {
 	return b.advertise(b.url), b.advertise(b.tlsURL), nil
 }
 
+// Advertised returns a listener's URL (pulsar://, pulsar+ssl://, http://,
+// https://) with its host replaced by the advertised address
+// (WithAdvertisedAddress), as Pulsar names a broker in lookups, in the
+// cluster's metadata and by its broker id; u itself without one.
+func (b *Broker) Advertised(u string) string { return b.advertise(u) }
+
 // advertise replaces the host of a listener URL with the advertised address.
 func (b *Broker) advertise(u string) string {
 	if u == "" || b.cfg.advertisedAddress == "" {
 		return u
 	}
-	scheme, hostport := "pulsar://", u[len("pulsar://"):]
-	if len(u) > len("pulsar+ssl://") && u[:len("pulsar+ssl://")] == "pulsar+ssl://" {
-		scheme, hostport = "pulsar+ssl://", u[len("pulsar+ssl://"):]
+	scheme, hostport, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
 	}
+	scheme += "://"
 	_, port, err := net.SplitHostPort(hostport)
 	if err != nil {
 		return u

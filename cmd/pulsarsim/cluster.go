@@ -126,7 +126,7 @@ func serveCluster(ctx context.Context, spec clusterSpec) error {
 				closeAll()
 				return err
 			}
-			web := "http://" + ln.Addr().String()
+			web := b.Advertised("http://" + ln.Addr().String())
 			b.SetWebServiceURL(web)
 			opts := []admin.Option{admin.WithWebServiceURLs(web, "")}
 			if spec.withView {

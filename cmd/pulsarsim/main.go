@@ -280,7 +280,9 @@ func run(args []string) error {
 			adminOpts = append(adminOpts, admin.WithHandler(pattern, h))
 		}
 	}
+	// The cluster's metadata and the broker's id name the advertised host.
 	webURL, webTLSURL := webURLs(listeners)
+	webURL, webTLSURL = b.Advertised(webURL), b.Advertised(webTLSURL)
 	adminOpts = append(adminOpts, admin.WithWebServiceURLs(webURL, webTLSURL))
 	if webURL != "" {
 		b.SetWebServiceURL(webURL)
