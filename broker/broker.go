@@ -44,7 +44,6 @@ type Broker struct {
 
 	faults faults
 	timers timers
-	txns   transactions
 
 	events eventQueue
 
@@ -76,6 +75,9 @@ func New(opts ...Option) *Broker {
 	if b.shared == nil {
 		b.shared = newShared(cfg)
 	}
+	b.mu.Lock()
+	b.members[b.node] = b
+	b.mu.Unlock()
 	b.initTransactions()
 	return b
 }

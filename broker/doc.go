@@ -117,7 +117,8 @@
 // under a topic lock when a publish rate limit pauses or resumes the
 // connection's reader, or by the reader alone.
 //
-// The transaction coordinators' lock (transactions.mu, txn.go) is a leaf:
+// The transaction coordinators' lock (transactions.mu, txn.go; one per
+// cluster, in the shared value) is a leaf:
 // taken alone, under a topic lock (to record what a transaction produced or
 // acknowledged) or under the timers' run lock, and nothing is taken under
 // it. Ending a transaction takes it, releases it, then takes the topic locks

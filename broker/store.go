@@ -22,6 +22,13 @@ type shared struct {
 	mu    sync.Mutex
 	secmu sync.Mutex
 	data  *store.Store
+	// members are the cluster's brokers by index, each the one serving
+	// under that index now (a restart replaces it); under mu.
+	members map[int]*Broker
+	// txns are the cluster's transaction coordinators: any broker serves
+	// them, as Pulsar's coordinators recover from their log on whichever
+	// broker owns their partition (txn.go).
+	txns transactions
 }
 
 // newShared returns what a new cluster's brokers share, holding what a
@@ -33,7 +40,7 @@ func newShared(cfg config) *shared {
 		BacklogQuota:           cfg.policies.Clone().BacklogQuota,
 		MessageAgeBacklogQuota: cfg.policies.Clone().MessageAgeBacklogQuota,
 	}
-	return &shared{data: st}
+	return &shared{data: st, members: map[int]*Broker{}}
 }
 
 // initializeClusterMetadata writes what Pulsar's initialize-cluster-metadata

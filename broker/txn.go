@@ -82,10 +82,15 @@ type txnRecord struct {
 // coordinator is off.
 const errTxnsOff = "Transactions are not enabled."
 
-// initTransactions registers the coordinators' assign topic. Called by New.
+// initTransactions registers the coordinators' assign topic. Called by New,
+// for each broker of a cluster: the coordinators are the cluster's.
 func (b *Broker) initTransactions() {
-	b.txns.coords = map[uint64]*txn.Coordinator{}
-	b.txns.records = map[txn.ID]*txnRecord{}
+	b.txns.mu.Lock()
+	if b.txns.coords == nil {
+		b.txns.coords = map[uint64]*txn.Coordinator{}
+		b.txns.records = map[txn.ID]*txnRecord{}
+	}
+	b.txns.mu.Unlock()
 	if !b.cfg.transactions {
 		return
 	}
@@ -303,4 +308,63 @@ func (b *Broker) recordAcked(id txn.ID, a TxnAck) {
 		r.acked = append(r.acked, a)
 	}
 	b.txns.mu.Unlock()
+}
+
+// lockClusterTopic returns clusterTopic(name) locked, looking again when
+// the topic it found was released meanwhile (moved, or its broker gone).
+func (b *Broker) lockClusterTopic(name string) *Topic {
+	for {
+		t := b.clusterTopic(name)
+		if t == nil {
+			return nil
+		}
+		t.mu.Lock()
+		if !t.released {
+			return t
+		}
+		t.mu.Unlock()
+	}
+}
+
+// clusterTopic returns the topic name as the broker that serves it has it
+// loaded, loading it there from its ledger when needed, so that a
+// transaction's end reaches every topic it touched wherever the topic lives,
+// as Pulsar's coordinator sends END_TXN_ON_PARTITION to the topic's owner. A
+// bundle nobody owns is taken by this broker, as the lookup that Pulsar's
+// coordinator makes first would assign it. nil when no live broker can
+// serve the topic (its owner crashed and still holds its bundle), or when
+// it does not exist.
+func (b *Broker) clusterTopic(name string) *Topic {
+	tn, err := ParseTopicName(name)
+	if err != nil {
+		return nil
+	}
+	full := tn.String()
+	find := func() (*Topic, *Broker) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		var server *Broker
+		for _, m := range b.members {
+			if t := m.topics[full]; t != nil {
+				return t, m
+			}
+			if m.servesLocked(tn) {
+				server = m
+			}
+		}
+		return nil, server
+	}
+	t, server := find()
+	if t != nil {
+		return t
+	}
+	if server == nil {
+		if a := b.lookupOwner(tn, true); !a.connect || a.failed {
+			return nil
+		}
+		if _, server = find(); server == nil {
+			return nil
+		}
+	}
+	return server.lookupTopic(full)
 }

@@ -129,11 +129,10 @@ func nilIfEmpty(s []int64) []int64 {
 // subscription is aborted here too. A topic or subscription that does not
 // exist, or never held anything, needs nothing.
 func (b *Broker) endOnSubscription(topic, sub string, id txn.ID, commit bool, lowWaterMark int64) {
-	t := b.topicByName(topic)
+	t := b.lockClusterTopic(topic)
 	if t == nil {
 		return
 	}
-	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.subs[sub]
 	if s == nil || s.pending == nil || s.disp == nil {

@@ -106,11 +106,10 @@ func (t *Topic) appendMarkerLocked(id txn.ID, commit bool) int64 {
 // topic (at or below the low water mark) is aborted here too. A topic that
 // does not exist needs nothing.
 func (b *Broker) endOnTopic(name string, id txn.ID, commit bool, lowWaterMark int64) {
-	t := b.topicByName(name)
+	t := b.lockClusterTopic(name)
 	if t == nil {
 		return
 	}
-	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.name.Persistent || t.deleted {
 		return
