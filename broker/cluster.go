@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -33,6 +34,10 @@ type Cluster struct {
 	mu      sync.Mutex
 	brokers []*Broker
 	addrs   []string // where each broker listens, kept for its restarts
+	// tlsCfg, once ListenTLS set it, is every broker's TLS configuration,
+	// and tlsAddrs where each serves pulsar+ssl://, kept for its restarts.
+	tlsCfg   *tls.Config
+	tlsAddrs []string
 }
 
 // ErrNoSuchBroker is returned for a broker index the cluster does not have.
@@ -73,6 +78,7 @@ func (c *Cluster) addBrokerLocked() *Broker {
 	b := c.newBroker(i)
 	c.brokers = append(c.brokers, b)
 	c.addrs = append(c.addrs, "")
+	c.tlsAddrs = append(c.tlsAddrs, "")
 	return b
 }
 
@@ -144,12 +150,14 @@ func (c *Cluster) URL() string {
 }
 
 // AddBroker adds a broker to the cluster and starts it on addr
-// ("127.0.0.1:0" for a free port). It owns nothing until a lookup gives it
-// a bundle. It returns the new broker's index.
+// ("127.0.0.1:0" for a free port), and on a free port for pulsar+ssl://
+// when the cluster serves TLS. It owns nothing until a lookup gives it a
+// bundle. It returns the new broker's index.
 func (c *Cluster) AddBroker(addr string) (int, error) {
 	c.mu.Lock()
 	b := c.addBrokerLocked()
 	i := len(c.brokers) - 1
+	cfg := c.tlsCfg
 	c.mu.Unlock()
 	if addr == "" {
 		addr = "127.0.0.1:0"
@@ -160,7 +168,62 @@ func (c *Cluster) AddBroker(addr string) (int, error) {
 	c.mu.Lock()
 	c.addrs[i] = b.Addr().String()
 	c.mu.Unlock()
+	if cfg != nil {
+		return i, c.listenTLS(i, b, cfg, "127.0.0.1:0")
+	}
 	return i, nil
+}
+
+// ListenTLS starts every serving broker's pulsar+ssl:// listener with cfg:
+// the i-th on addrs[i] when given, on a free port otherwise. Lookups then
+// answer each owner's TLS URL too, and a broker started again serves TLS on
+// the address it served before.
+func (c *Cluster) ListenTLS(cfg *tls.Config, addrs ...string) error {
+	c.mu.Lock()
+	c.tlsCfg = cfg
+	brokers := slices.Clone(c.brokers)
+	c.mu.Unlock()
+	for i, b := range brokers {
+		if b.Addr() == nil || b.TLSURL() != "" {
+			continue
+		}
+		addr := "127.0.0.1:0"
+		if i < len(addrs) && addrs[i] != "" {
+			addr = addrs[i]
+		}
+		if err := c.listenTLS(i, b, cfg, addr); err != nil {
+			return fmt.Errorf("broker %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// listenTLS starts broker i's TLS listener on addr and keeps where it is.
+func (c *Cluster) listenTLS(i int, b *Broker, cfg *tls.Config, addr string) error {
+	if err := b.ListenTLS(addr, cfg); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.tlsAddrs[i] = strings.TrimPrefix(b.TLSURL(), "pulsar+ssl://")
+	c.mu.Unlock()
+	return nil
+}
+
+// TLSURL returns a pulsar+ssl:// service URL naming every broker's TLS
+// listener, "" when the cluster serves no TLS.
+func (c *Cluster) TLSURL() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var hosts []string
+	for _, a := range c.tlsAddrs {
+		if a != "" {
+			hosts = append(hosts, a)
+		}
+	}
+	if len(hosts) == 0 {
+		return ""
+	}
+	return "pulsar+ssl://" + strings.Join(hosts, ",")
 }
 
 // Owner returns the index of the broker owning topic's bundle now (a
@@ -300,7 +363,7 @@ func (c *Cluster) Start(i int) error {
 		c.mu.Unlock()
 		return ErrNoSuchBroker
 	}
-	old, addr := c.brokers[i], c.addrs[i]
+	old, addr, tlsAddr, cfg := c.brokers[i], c.addrs[i], c.tlsAddrs[i], c.tlsCfg
 	c.mu.Unlock()
 	old.mu.Lock()
 	running := !old.closed
@@ -312,6 +375,12 @@ func (c *Cluster) Start(i int) error {
 	if err := listenAgain(b, addr); err != nil {
 		return err
 	}
+	if cfg != nil {
+		if err := retryListen(func() error { return b.ListenTLS(tlsAddr, cfg) }); err != nil {
+			b.Close()
+			return err
+		}
+	}
 	c.mu.Lock()
 	c.brokers[i] = b
 	c.mu.Unlock()
@@ -321,9 +390,15 @@ func (c *Cluster) Start(i int) error {
 // listenAgain listens on addr, retrying for a moment while the port is
 // still held by the listener just closed.
 func listenAgain(b *Broker, addr string) error {
+	return retryListen(func() error { return b.Listen(addr) })
+}
+
+// retryListen runs listen, again for a moment while it fails to bind (the
+// port still held by the listener just closed).
+func retryListen(listen func() error) error {
 	var err error
 	for range 50 {
-		if err = b.Listen(addr); err == nil {
+		if err = listen(); err == nil {
 			return nil
 		}
 		var op *net.OpError

@@ -32,6 +32,11 @@ type Cluster struct {
 	srv   *broker.Cluster
 	tb    testing.TB
 	clock *broker.OffsetClock
+	// ca, secret and superUsers are the security settings every broker's
+	// test API shares (WithTLS, WithTokenAuth, WithAuthorization).
+	ca         *testCA
+	secret     []byte
+	superUsers []string
 
 	mu    sync.Mutex
 	nodes []*Broker // the test API of each broker, renewed when it starts again
@@ -45,8 +50,10 @@ type Cluster struct {
 }
 
 // StartCluster starts n brokers on 127.0.0.1 and free ports, each with its
-// admin API, configured by opts as Start's (WithBroker; the security
-// options are not supported yet), and registers tb.Cleanup to close them.
+// admin API, configured by opts as Start's (WithBroker, and the security
+// options but WithOAuth2: with WithTLS every broker serves pulsar+ssl://
+// with a certificate of the test's one CA, with WithTokenAuth the brokers
+// take the same tokens), and registers tb.Cleanup to close them.
 // Broker i's admin API is served on its own port (Broker(i).AdminURL), and
 // the brokers know each other's, for HTTP lookups and redirects. The
 // cluster's brokers share one clock, which Advance moves.
@@ -56,12 +63,26 @@ func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 	for _, o := range opts {
 		o(&set)
 	}
+	if set.sec.oauth2 {
+		tb.Fatalf("pulsarsim: a cluster does not serve WithOAuth2 yet (WithTokenAuth does)")
+	}
+	secOpts, secret, err := set.sec.brokerOptions()
+	if err != nil {
+		tb.Fatalf("pulsarsim: security settings: %v", err)
+	}
 	clock := &broker.OffsetClock{}
-	srv := broker.NewCluster(n, append([]broker.Option{broker.WithClock(clock)}, set.broker...)...)
-	c := &Cluster{srv: srv, tb: tb, clock: clock}
+	brokerOpts := append([]broker.Option{broker.WithClock(clock)}, secOpts...)
+	srv := broker.NewCluster(n, append(brokerOpts, set.broker...)...)
+	c := &Cluster{srv: srv, tb: tb, clock: clock, secret: secret, superUsers: set.sec.superUsers}
 	if err := srv.Listen(); err != nil {
 		srv.Close()
 		tb.Fatalf("pulsarsim: start cluster: %v", err)
+	}
+	if set.sec.tls {
+		if err := c.startTLS(set.sec); err != nil {
+			srv.Close()
+			tb.Fatalf("pulsarsim: start TLS: %v", err)
+		}
 	}
 	for i, b := range srv.Brokers() {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -100,7 +121,8 @@ func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 
 // attach gives broker i, serving as b, its test API and its admin API on ln.
 func (c *Cluster) attach(i int, b *broker.Broker, ln net.Listener) {
-	tk := &Broker{srv: b, tb: c.tb, clock: c.clock, history: view.NewHistory(0)}
+	tk := &Broker{srv: b, tb: c.tb, clock: c.clock, history: view.NewHistory(0), ca: c.ca, secret: c.secret,
+		superUsers: c.superUsers}
 	b.OnEvent(tk.history.Record)
 	tk.adminMu.Lock()
 	stop := tk.serveAdmin(ln)
@@ -381,4 +403,56 @@ func (c *Cluster) liveURLs(web bool) []string {
 		}
 	}
 	return out
+}
+
+// startTLS makes the test's CA and starts every broker's pulsar+ssl://
+// listener with its certificate.
+func (c *Cluster) startTLS(s securitySettings) error {
+	ca, err := newTestCA(c.tb.TempDir())
+	if err != nil {
+		return err
+	}
+	cfg, err := ca.serverConfig(s.requireClientCert)
+	if err != nil {
+		return err
+	}
+	c.ca = ca
+	return c.srv.ListenTLS(cfg)
+}
+
+// TLSURL returns a pulsar+ssl:// service URL naming every broker's TLS
+// listener (StartCluster needs WithTLS).
+func (c *Cluster) TLSURL() string {
+	c.tb.Helper()
+	if c.ca == nil {
+		c.tb.Fatal("pulsarsim: the cluster serves no TLS: start it WithTLS")
+	}
+	return c.srv.TLSURL()
+}
+
+// CAFile returns the path of the PEM file of the test's CA, which signed
+// every broker's certificate (StartCluster needs WithTLS).
+func (c *Cluster) CAFile() string {
+	c.tb.Helper()
+	if c.ca == nil {
+		c.tb.Fatal("pulsarsim: the cluster serves no TLS: start it WithTLS")
+	}
+	return c.ca.file
+}
+
+// TLSClient is a Client option that connects to the cluster over TLS
+// (TLSURL), trusting the test's CA and verifying the brokers' host names.
+func (c *Cluster) TLSClient() func(*pulsar.ClientOptions) {
+	c.tb.Helper()
+	url, ca := c.TLSURL(), c.CAFile()
+	return func(o *pulsar.ClientOptions) {
+		o.URL, o.TLSTrustCertsFilePath, o.TLSValidateHostname = url, ca, true
+	}
+}
+
+// Token returns a token for role that every broker of the cluster accepts
+// (StartCluster needs WithTokenAuth).
+func (c *Cluster) Token(role string) string {
+	c.tb.Helper()
+	return c.Broker(0).Token(role)
 }

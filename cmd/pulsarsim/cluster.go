@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,7 +10,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/pulsarsim/pulsarsim/admin"
 	"github.com/pulsarsim/pulsarsim/admin/view"
@@ -76,6 +76,11 @@ type clusterSpec struct {
 	// proxyAddr and proxyHTTP, when set, are where a Pulsar Proxy in front
 	// of the brokers serves the binary protocol and the admin API.
 	proxyAddr, proxyHTTP string
+	// tlsCfg, when set, is served by every broker: pulsar+ssl:// on
+	// tlsAddr's port + i, and the admin API over https:// on httpsAddr's
+	// port + i.
+	tlsCfg             *tls.Config
+	tlsAddr, httpsAddr string
 }
 
 // serveCluster runs a cluster of spec.n brokers over one store until ctx is
@@ -112,9 +117,27 @@ func serveCluster(ctx context.Context, spec clusterSpec) error {
 		closeAll()
 		return err
 	}
-	failed := make(chan error, spec.n)
+	if spec.tlsCfg != nil {
+		tlsAddrs := make([]string, spec.n)
+		for i := range tlsAddrs {
+			a, err := shiftPort(spec.tlsAddr, i)
+			if err != nil {
+				closeAll()
+				return fmt.Errorf("-tls-addr: %w", err)
+			}
+			tlsAddrs[i] = a
+		}
+		if err := c.ListenTLS(spec.tlsCfg, tlsAddrs...); err != nil {
+			closeAll()
+			return err
+		}
+	}
+	failed := make(chan error, 2*spec.n+1) // each broker's admin servers, and the proxy's
 	for i, b := range c.Brokers() {
 		attrs := []any{"broker", i, "url", b.URL()}
+		if u := b.TLSURL(); u != "" {
+			attrs = append(attrs, "tls", u)
+		}
 		if spec.httpAddr != "" {
 			a, err := shiftPort(spec.httpAddr, i)
 			if err != nil {
@@ -128,7 +151,21 @@ func serveCluster(ctx context.Context, spec clusterSpec) error {
 			}
 			web := b.Advertised("http://" + ln.Addr().String())
 			b.SetWebServiceURL(web)
-			opts := []admin.Option{admin.WithWebServiceURLs(web, "")}
+			var webTLS string
+			var tln net.Listener
+			if spec.tlsCfg != nil {
+				ta, err := shiftPort(spec.httpsAddr, i)
+				if err == nil {
+					tln, err = net.Listen("tcp", ta)
+				}
+				if err != nil {
+					ln.Close()
+					closeAll()
+					return fmt.Errorf("-https: %w", err)
+				}
+				webTLS = b.Advertised("https://" + tln.Addr().String())
+			}
+			opts := []admin.Option{admin.WithWebServiceURLs(web, webTLS)}
 			if spec.withView {
 				for pattern, h := range webs[i].Routes() {
 					opts = append(opts, admin.WithHandler(pattern, h))
@@ -144,6 +181,12 @@ func serveCluster(ctx context.Context, spec clusterSpec) error {
 			servers = append(servers, srv)
 			go func() { failed <- srv.Serve(ln) }()
 			attrs = append(attrs, "admin", web)
+			if tln != nil {
+				tsrv := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout}
+				servers = append(servers, tsrv)
+				go func() { failed <- tsrv.Serve(tls.NewListener(tln, spec.tlsCfg)) }()
+				attrs = append(attrs, "admin-tls", webTLS)
+			}
 		}
 		spec.logger.Info("pulsarsim broker serving", attrs...)
 	}
@@ -207,13 +250,4 @@ func startProxy(c *broker.Cluster, spec clusterSpec, failed chan<- error) (*prox
 	}
 	spec.logger.Info("pulsarsim proxy serving", attrs...)
 	return px, srv, nil
-}
-
-// clusterRefuses says which flags a cluster cannot serve yet, or "".
-func clusterRefuses(tlsOn bool) string {
-	var out []string
-	if tlsOn {
-		out = append(out, "TLS (-tls-cert)")
-	}
-	return strings.Join(out, ", ")
 }

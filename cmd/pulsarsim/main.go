@@ -198,14 +198,11 @@ func run(args []string) error {
 		broker.WithWriteBufferWaterMarks(*writeLow, *writeHigh),
 	}, secOpts...)
 	if *brokers > 1 {
-		if refused := clusterRefuses(tlsCfg != nil); refused != "" {
-			return fmt.Errorf("-brokers %d: a cluster does not serve %s yet", *brokers, refused)
-		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		return serveCluster(ctx, clusterSpec{n: *brokers, addr: *addr, httpAddr: *httpAddr, opts: opts,
 			withView: *serveView, viewHistory: *viewHistory, logger: logger, wrap: sec.httpHandler,
-			proxyAddr: *proxyAddr, proxyHTTP: *proxyHTTP})
+			proxyAddr: *proxyAddr, proxyHTTP: *proxyHTTP, tlsCfg: tlsCfg, tlsAddr: *sec.tlsAddr, httpsAddr: *sec.httpsAddr})
 	}
 	if *proxyAddr != "" {
 		return errors.New("-proxy-addr: a proxy stands in front of a cluster: give -brokers 2 or more")

@@ -1,0 +1,93 @@
+package testkit_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/pulsarsim/pulsarsim/testkit"
+)
+
+// sendAndReceive produces one message to topic and reads it back with a
+// consumer of its own, failing the test otherwise.
+func sendAndReceive(t *testing.T, client pulsar.Client, topic, sub, payload string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cons, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: sub,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatalf("subscribe to %s: %v", topic, err)
+	}
+	defer cons.Close()
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatalf("producer on %s: %v", topic, err)
+	}
+	defer p.Close()
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(payload)}); err != nil {
+		t.Fatalf("send to %s: %v", topic, err)
+	}
+	for {
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			t.Fatalf("receive %s on %s: %v", payload, topic, err)
+		}
+		cons.Ack(m)
+		if string(m.Payload()) == payload {
+			return
+		}
+	}
+}
+
+// Every broker of a cluster started WithTLS serves pulsar+ssl://, and a
+// lookup over TLS names the owner's TLS URL: a client holding only the
+// cluster's TLS URLs reaches topics on both brokers, across a move and a
+// restart of the owner.
+func TestAClusterServesTLSOnEveryBroker(t *testing.T) {
+	c := testkit.StartCluster(t, 2, testkit.WithTLS())
+	if u := c.TLSURL(); !strings.HasPrefix(u, "pulsar+ssl://") || strings.Count(u, ",") != 1 {
+		t.Fatalf("TLS URL %q, want two pulsar+ssl:// hosts", u)
+	}
+	client := c.Client(c.TLSClient())
+	const topic = "persistent://public/default/tls-cluster"
+	for _, to := range []int{1, 0} {
+		c.Move(topic, to)
+		sendAndReceive(t, client, topic, "s", "on broker "+string(rune('0'+to)))
+		if got := c.Owner(topic); got != to {
+			t.Fatalf("the topic is on broker %d, want %d", got, to)
+		}
+	}
+	c.Restart(0)
+	sendAndReceive(t, client, topic, "s", "after the restart")
+}
+
+// A cluster's brokers take the same tokens and share the permissions: a
+// role granted on one broker may produce on a topic of the other, and a
+// role without a grant is refused on both.
+func TestAClusterSharesTokensAndPermissions(t *testing.T) {
+	c := testkit.StartCluster(t, 2, testkit.WithTokenAuth(), testkit.WithAuthorization("admin"))
+	const on0, on1 = "persistent://public/default/authz-on-0", "persistent://public/default/authz-on-1"
+	c.Move(on0, 0)
+	c.Move(on1, 1)
+	as := func(role string) pulsar.Client {
+		return c.Client(func(o *pulsar.ClientOptions) {
+			o.Authentication = pulsar.NewAuthenticationToken(c.Token(role))
+			o.OperationTimeout = 5 * time.Second
+		})
+	}
+	bob := as("bob")
+	for _, topic := range []string{on0, on1} {
+		if _, err := bob.CreateProducer(pulsar.ProducerOptions{Topic: topic}); err == nil || !strings.Contains(err.Error(), "Authoriz") {
+			t.Fatalf("bob without a grant on %s: %v, want an authorization error", topic, err)
+		}
+	}
+	c.Broker(0).GrantNamespace("public/default", "bob", "produce", "consume")
+	for _, topic := range []string{on0, on1} {
+		sendAndReceive(t, bob, topic, "bob", "from bob")
+	}
+	sendAndReceive(t, as("admin"), on1, "admin", "from the super-user")
+}
