@@ -33,7 +33,14 @@ var reportLine = regexp.MustCompile(`pulsarsim: pictures of the busiest messages
 // report folder set to dir, and returns the report's path from the log.
 func failingReport(t *testing.T, dir string) string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestScenarioThatFails$", "-test.count=1", "-test.v")
+	return failingReportOf(t, "TestScenarioThatFails", dir)
+}
+
+// failingReportOf runs the test named in a child process, as failingReport
+// does.
+func failingReportOf(t *testing.T, test, dir string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), failingEnv+"=1", testkit.ReportDirEnv+"="+dir)
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "failing on purpose") {
