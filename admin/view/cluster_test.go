@@ -138,6 +138,11 @@ func TestTheViewsOfAClusterNameTheBrokersAndDrawTheTopicsMoves(t *testing.T) {
 		if n := strings.Count(body, `<tr class="msg"`); n != len(ids) {
 			t.Errorf("%d message rows, want %d: the cluster's history has them", n, len(ids))
 		}
+		code, msg := get(t, messageURL(views[1], movesTopic, idText(ids[0])))
+		if code != 200 || !strings.Contains(msg, "This broker does not serve the topic; its bundle's owner: "+link) ||
+			strings.Contains(msg, "The topic no longer holds this entry") {
+			t.Errorf("broker 1's message page does not send to the owner (%d):\n%s", code, msg)
+		}
 		code, index := get(t, views[1])
 		if code != 200 || !strings.Contains(index, `data-topic="`+movesTopic+`" data-owner="0"`) {
 			t.Errorf("broker 1's index does not list the topic as broker 0's (%d):\n%s", code, index)
@@ -240,4 +245,40 @@ func TestAFailingClusterTestWritesTheClustersReport(t *testing.T) {
 		t.Error("the report does not say the test failed")
 	}
 	checkClusterReport(t, string(body), nil)
+}
+
+func TestALoneBrokersViewDrawsAnUnloadWithoutNamingBrokers(t *testing.T) {
+	b := testkit.Start(t)
+	ctx := ctxFor(t)
+	const topic = "persistent://public/default/unloaded"
+	cons, err := b.Client().Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: movesSub, Type: pulsar.Shared, Name: "worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	id := produce(ctx, t, b, topic, "order-1")[0]
+	pending := func(what string) {
+		t.Helper()
+		b.WaitFor(ctx, what, func() bool {
+			s, ok := b.Subscription(topic, movesSub)
+			return ok && len(s.Consumers) == 1 && len(s.Consumers[0].Pending) == 1
+		})
+	}
+	pending("the message pending at the consumer")
+	b.UnloadTopic(topic)
+	pending("the message pending again after the unload")
+	code, body := get(t, messageURL(b.ViewURL(), topic, idText(id)))
+	if code != 200 {
+		t.Fatalf("%d:\n%s", code, body)
+	}
+	for _, want := range []string{">unloaded · loaded<", `data-kind="topic-unloaded" data-reason="unload"`, "topic loaded from the store"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	for _, clutter := range []string{`class="node"`, "<th>broker</th>", "data-broker=", "broker 0"} {
+		if strings.Contains(body, clutter) {
+			t.Errorf("a lone broker's page has %q", clutter)
+		}
+	}
 }

@@ -198,13 +198,17 @@ func topicStates(b *broker.Broker, names []string, copies map[string]int) []Topi
 	if names == nil {
 		names = b.Topics()
 	}
+	clustered := len(b.Brokers()) > 1
 	var out []TopicState
 	for _, name := range names {
 		ts, ok := b.Topic(name)
 		if !ok {
 			continue
 		}
-		st := TopicState{TopicSnapshot: ts, Copies: copies[name], Owner: ownerOf(b, name)}
+		st := TopicState{TopicSnapshot: ts, Copies: copies[name]}
+		if clustered {
+			st.Owner = ownerOf(b, name)
+		}
 		for _, sn := range ts.Subscriptions {
 			if s, ok := b.Subscription(name, sn); ok {
 				st.Subs = append(st.Subs, s)
@@ -405,6 +409,10 @@ type messagePage struct {
 	Stored []broker.Message
 	// Standing says where the entry is now on each subscription.
 	Standing []standing
+	// Served is set when this broker serves the topic; in a cluster, Owner
+	// is the broker that owns its bundle when another does.
+	Served bool
+	Owner  *Owner
 }
 
 // standing is where an entry stands now on one subscription.
@@ -439,9 +447,12 @@ func (v *Handler) message(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if st := topicStates(v.b, []string{k.Topic}, nil); len(st) > 0 {
+		p.Served = true
 		for _, s := range st[0].Subs {
 			p.Standing = append(p.Standing, standingOf(s, k))
 		}
+	} else if p.Node != nil {
+		p.Owner = ownerOf(v.b, k.Topic)
 	}
 	render(w, r, "message", p)
 }
