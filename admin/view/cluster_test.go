@@ -282,3 +282,42 @@ func TestALoneBrokersViewDrawsAnUnloadWithoutNamingBrokers(t *testing.T) {
 		}
 	}
 }
+
+func TestAnExtensibleClustersViewNamesItsLoadManagerAndDrawsATransfer(t *testing.T) {
+	c := testkit.StartCluster(t, 2, testkit.WithLoadManager(testkit.ExtensibleLoadManager))
+	ctx := ctxFor(t)
+	const topic = "persistent://public/default/transferred"
+	cons, err := c.Client().Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: movesSub, Type: pulsar.Shared, Name: "worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	p, err := c.Client().CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	mid, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("order-1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := broker.MessageID{Ledger: mid.LedgerID(), Entry: mid.EntryID(), BatchIndex: -1}
+	from := c.Owner(topic)
+	to := 1 - from
+	pending := func(i int) {
+		t.Helper()
+		b := c.Broker(i)
+		b.WaitFor(ctx, fmt.Sprintf("the message pending at the consumer on broker %d", i), func() bool {
+			s, ok := b.Subscription(topic, movesSub)
+			return ok && len(s.Consumers) == 1 && len(s.Consumers[0].Pending) == 1
+		})
+	}
+	pending(from)
+	c.Move(topic, to) // a transfer: the owner changes at once
+	pending(to)
+	code, body := get(t, messageURL(c.Broker(to).ViewURL(), topic, idText(id)))
+	want := fmt.Sprintf("unloaded from broker %d · loaded on broker %d", from, to)
+	if code != 200 || !strings.Contains(body, want) || !strings.Contains(body, "extensible load manager") {
+		t.Errorf("%d, the page lacks %q or the load manager:\n%s", code, want, body)
+	}
+}
