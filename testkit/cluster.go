@@ -84,7 +84,7 @@ func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 			}
 		}
 		c.mu.Lock()
-		stops, nodes := c.stops, c.nodes
+		stops := c.stops
 		c.mu.Unlock()
 		for _, stop := range stops {
 			if stop != nil {
@@ -98,9 +98,7 @@ func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 		}
 		srv.Close()
 		if tb.Failed() {
-			for i, b := range nodes {
-				tb.Logf("pulsarsim: what broker %d saw (busiest messages first):\n%s", i, b.Timelines(10))
-			}
+			tb.Logf("pulsarsim: what the cluster's brokers saw (busiest messages first):\n%s", c.Timelines(10))
 		}
 	})
 	return c
@@ -129,6 +127,13 @@ func (c *Cluster) Timeline(topic string, id MessageID) string {
 		return fmt.Sprintf("message %d:%d on %s\n  (no event)\n", k.Ledger, k.Entry, k.Topic)
 	}
 	return l.String()
+}
+
+// Timelines draws the timeline of every message the cluster's brokers
+// saw, as Timeline does, at most max of them (the ones with the most
+// events first), or all when max <= 0.
+func (c *Cluster) Timelines(max int) string {
+	return timelinesOf(view.Lives(c.Events(), c.store(), nil), max)
 }
 
 // store reads entries from the broker serving their topic.

@@ -236,7 +236,13 @@ func TestClusterScenarioThatFails(t *testing.T) {
 }
 
 func TestAFailingClusterTestWritesTheClustersReport(t *testing.T) {
-	path := failingReportOf(t, "TestClusterScenarioThatFails", t.TempDir())
+	path, log := failingReportOf(t, "TestClusterScenarioThatFails", t.TempDir())
+	for _, want := range []string{"what the cluster's brokers saw", "broker 1  delivered to worker on workers with redelivery count 0",
+		"broker 1  topic unloaded from broker 1 (crash)"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the failing test's log lacks %q:\n%s", want, log)
+		}
+	}
 	body, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
