@@ -47,6 +47,9 @@ type Cluster struct {
 	proxyWeb string
 	stops    []func() // stop each broker's admin API
 	webs     []string // each broker's admin listener address, kept across restarts
+	// history records every broker's events, of every run: what the
+	// brokers' web views and the cluster's reports read.
+	history *view.History
 }
 
 // StartCluster starts n brokers on 127.0.0.1 and free ports, each with its
@@ -73,7 +76,8 @@ func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 	clock := &broker.OffsetClock{}
 	brokerOpts := append([]broker.Option{broker.WithClock(clock)}, secOpts...)
 	srv := broker.NewCluster(n, append(brokerOpts, set.broker...)...)
-	c := &Cluster{srv: srv, tb: tb, clock: clock, secret: secret, superUsers: set.sec.superUsers}
+	c := &Cluster{srv: srv, tb: tb, clock: clock, history: view.NewHistory(0), secret: secret,
+		superUsers: set.sec.superUsers}
 	if err := srv.Listen(); err != nil {
 		srv.Close()
 		tb.Fatalf("pulsarsim: start cluster: %v", err)
@@ -102,28 +106,85 @@ func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 			}
 		}
 		c.mu.Lock()
-		stops, nodes := c.stops, c.nodes
+		stops := c.stops
 		c.mu.Unlock()
 		for _, stop := range stops {
 			if stop != nil {
 				stop()
 			}
 		}
+		if tb.Failed() {
+			reportFailure(tb, func(path string) error {
+				return c.writeReport(path, fmt.Sprintf("%s failed. These are the lives of its busiest messages, as the cluster's brokers saw them.", tb.Name()), true)
+			})
+		}
 		srv.Close()
 		if tb.Failed() {
-			for i, b := range nodes {
-				tb.Logf("pulsarsim: what broker %d saw (busiest messages first):\n%s", i, b.Timelines(10))
-			}
+			tb.Logf("pulsarsim: what the cluster's brokers saw (busiest messages first):\n%s", c.Timelines(10))
 		}
 	})
 	return c
 }
 
+// Events returns every event of the cluster's brokers so far, those of the
+// brokers stopped or crashed and started again included, in the order they
+// were recorded; each names its broker (Event.Broker) and carries that
+// broker's own Seq.
+func (c *Cluster) Events() []Event {
+	c.history.Deliver()
+	return c.history.Events()
+}
+
+// Timeline draws the life of one message as the cluster's brokers saw it,
+// as Broker.Timeline does, each line naming its broker, with the topic's
+// unloads and loads while the message was unsettled. An invalid topic name
+// fails the test.
+func (c *Cluster) Timeline(topic string, id MessageID) string {
+	c.tb.Helper()
+	tn, err := broker.ParseTopicName(topic)
+	c.must(err, "timeline of %s", topic)
+	k := view.Key{Topic: tn.String(), Ledger: id.Ledger, Entry: id.Entry}
+	l := view.LifeOf(c.Events(), c.store(), k)
+	if l == nil {
+		return fmt.Sprintf("message %d:%d on %s\n  (no event)\n", k.Ledger, k.Entry, k.Topic)
+	}
+	return l.String()
+}
+
+// Timelines draws the timeline of every message the cluster's brokers
+// saw, as Timeline does, at most max of them (the ones with the most
+// events first), or all when max <= 0.
+func (c *Cluster) Timelines(max int) string {
+	return timelinesOf(view.Lives(c.Events(), c.store(), nil), max)
+}
+
+// store reads entries from the broker serving their topic.
+func (c *Cluster) store() view.Store { return view.ClusterStore(c.srv.Brokers()) }
+
+// WriteReport writes a report of the cluster to path, as one self-contained
+// HTML file: the pictures of the busiest messages' lives across the
+// brokers, with the moves of their topics, and the state of every topic
+// each serving broker holds, as a failing test's report of a cluster has.
+// It fails the test when the file cannot be written.
+func (c *Cluster) WriteReport(path string) {
+	c.tb.Helper()
+	c.must(c.writeReport(path, fmt.Sprintf("What the cluster's brokers saw during %s.", c.tb.Name()), false), "write the report %s", path)
+}
+
+func (c *Cluster) writeReport(path, note string, failed bool) error {
+	rep := view.NewClusterReport(c.srv.Brokers(), c.Events(), reportSize)
+	rep.Title = c.tb.Name()
+	rep.Note, rep.Failed = note, failed
+	rep.History = c.history.Stats()
+	return writeReportFile(path, rep)
+}
+
 // attach gives broker i, serving as b, its test API and its admin API on ln.
 func (c *Cluster) attach(i int, b *broker.Broker, ln net.Listener) {
-	tk := &Broker{srv: b, tb: c.tb, clock: c.clock, history: view.NewHistory(0), ca: c.ca, secret: c.secret,
-		superUsers: c.superUsers}
+	tk := &Broker{srv: b, tb: c.tb, clock: c.clock, history: view.NewHistory(0), shown: c.history, ca: c.ca,
+		secret: c.secret, superUsers: c.superUsers}
 	b.OnEvent(tk.history.Record)
+	c.history.Follow(b)
 	tk.adminMu.Lock()
 	stop := tk.serveAdmin(ln)
 	tk.adminMu.Unlock()

@@ -164,7 +164,7 @@ func (b *Broker) AdminURL() string {
 func (b *Broker) serveAdmin(ln net.Listener) (stop func()) {
 	b.adminURL = "http://" + ln.Addr().String()
 	b.srv.SetWebServiceURL(b.adminURL)
-	web := view.New(b.srv, b.history)
+	web := view.New(b.srv, b.shownHistory())
 	var opts []admin.Option
 	for pattern, h := range web.Routes() {
 		opts = append(opts, admin.WithHandler(pattern, h))

@@ -51,6 +51,9 @@ type Broker struct {
 	tb      testing.TB
 	clock   *broker.OffsetClock
 	history *view.History // every event since Start
+	// shown is what the broker's web view and reports read: history, or
+	// for a broker of a cluster the cluster's (every broker's events).
+	shown *view.History
 
 	ca     *testCA // with WithTLS
 	secret []byte  // token secret, with WithTokenAuth

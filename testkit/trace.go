@@ -41,7 +41,11 @@ func (b *Broker) Timeline(topic string, id MessageID) string {
 func (b *Broker) Timelines(max int) string { return b.timelines(b.Events(), max) }
 
 func (b *Broker) timelines(events []broker.Event, max int) string {
-	all := view.Lives(events, b.srv, nil)
+	return timelinesOf(view.Lives(events, b.srv, nil), max)
+}
+
+// timelinesOf draws the busiest of the lives, at most max of them.
+func timelinesOf(all []*view.Life, max int) string {
 	var sb strings.Builder
 	for _, l := range view.Busiest(all, max) {
 		sb.WriteString(l.String())

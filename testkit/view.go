@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"testing"
 
 	"github.com/pulsarsim/pulsarsim/admin/view"
 )
@@ -23,7 +24,9 @@ const reportSize = 12
 // ViewURL returns the address of the broker's live web view,
 // "http://127.0.0.1:PORT/view/" on the admin port (AdminURL): its topics,
 // subscriptions, consumers and pending entries, and a picture of any
-// message's life. It is served from the first call until the test ends.
+// message's life. It is served from the first call until the test ends. A
+// broker of a cluster shows the events of the whole cluster (Cluster's
+// history), each named by its broker, and the topics' moves between them.
 func (b *Broker) ViewURL() string {
 	b.tb.Helper()
 	return b.AdminURL() + "/view/"
@@ -32,15 +35,16 @@ func (b *Broker) ViewURL() string {
 // WriteReport writes a report of the broker to path, as one self-contained
 // HTML file: the state of every topic and subscription, and a picture of the
 // life of each of the busiest messages (the ones with the most events), as
-// a failing test's report has. It fails the test when the file cannot be
-// written.
+// a failing test's report has; for a broker of a cluster, the lives are
+// those of the cluster's events, as its web view shows them. It fails the
+// test when the file cannot be written.
 func (b *Broker) WriteReport(path string) {
 	b.tb.Helper()
 	b.must(b.writeReport(path, fmt.Sprintf("What the broker saw during %s.", b.tb.Name()), false), "write the report %s", path)
 }
 
 func (b *Broker) writeReport(path, note string, failed bool) error {
-	events, topics := b.Events(), func(string) bool { return true }
+	events, topics := b.shownEvents(), func(string) bool { return true }
 	if failed {
 		var scope string
 		events, scope, topics = b.failureScope()
@@ -52,7 +56,12 @@ func (b *Broker) writeReport(path, note string, failed bool) error {
 	rep.Topics = slices.DeleteFunc(rep.Topics, func(t view.TopicState) bool { return !topics(t.Name) })
 	rep.Title = b.tb.Name()
 	rep.Note, rep.Failed = note, failed
-	rep.History = b.history.Stats()
+	rep.History = b.shownHistory().Stats()
+	return writeReportFile(path, rep)
+}
+
+// writeReportFile writes rep to path.
+func writeReportFile(path string, rep view.Report) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -64,27 +73,49 @@ func (b *Broker) writeReport(path, note string, failed bool) error {
 	return f.Close()
 }
 
+// shownHistory is the history the broker's view and reports read.
+func (b *Broker) shownHistory() *view.History {
+	if b.shown != nil {
+		return b.shown
+	}
+	return b.history
+}
+
+// shownEvents returns the events of shownHistory, once they have reached it.
+func (b *Broker) shownEvents() []Event {
+	b.srv.DeliverEvents()
+	h := b.shownHistory()
+	h.Deliver()
+	return h.Events()
+}
+
 // reportFailure writes the failing test's report and logs where it is.
 func (b *Broker) reportFailure() {
+	note := fmt.Sprintf("%s failed. These are the lives of its busiest messages, as the broker saw them.", b.tb.Name())
+	reportFailure(b.tb, func(path string) error { return b.writeReport(path, note, true) })
+}
+
+// reportFailure writes a failing test's report with write, to the report
+// folder, and logs where it is.
+func reportFailure(tb testing.TB, write func(path string) error) {
 	dir, kept := os.Getenv(ReportDirEnv), true
 	if dir == "" {
-		dir = b.tb.ArtifactDir()
+		dir = tb.ArtifactDir()
 		f := flag.Lookup("test.artifacts")
 		kept = f != nil && f.Value.String() == "true"
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.tb.Logf("pulsarsim: no report: %v", err)
+		tb.Logf("pulsarsim: no report: %v", err)
 		return
 	}
-	name := strings.NewReplacer("/", "__", "\\", "_", ":", "_", " ", "_").Replace(b.tb.Name())
+	name := strings.NewReplacer("/", "__", "\\", "_", ":", "_", " ", "_").Replace(tb.Name())
 	path := filepath.Join(dir, name+".html")
-	note := fmt.Sprintf("%s failed. These are the lives of its busiest messages, as the broker saw them.", b.tb.Name())
-	if err := b.writeReport(path, note, true); err != nil {
-		b.tb.Logf("pulsarsim: no report: %v", err)
+	if err := write(path); err != nil {
+		tb.Logf("pulsarsim: no report: %v", err)
 		return
 	}
 	how := ""
 	if !kept {
 		how = fmt.Sprintf(" (removed when the test ends: set %s, or run go test -artifacts, to keep it)", ReportDirEnv)
 	}
-	b.tb.Logf("pulsarsim: pictures of the busiest messages' lives: %s%s", path, how)
+	tb.Logf("pulsarsim: pictures of the busiest messages' lives: %s%s", path, how)
 }

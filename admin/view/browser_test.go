@@ -186,3 +186,54 @@ func checkReport(ctx context.Context, t *testing.T, p *chromium.Page) {
 	}
 	save(ctx, t, p, "failure-report.png", 1000)
 }
+
+func TestBrowserDrawsATopicsMovesBetweenTheBrokersOfACluster(t *testing.T) {
+	br := chromium.ForTest(t)
+	c, ids := runMoves(t)
+	ctx := ctxFor(t)
+	p := page(ctx, t, br)
+	open(ctx, t, p, messageURL(c.Broker(0).ViewURL(), movesTopic, idText(ids[0])))
+	// From the cluster's own events: the topic's unloads and loads after the
+	// message was published, while it was unsettled.
+	var want []string
+	published := false
+	for _, e := range c.Events() {
+		switch {
+		case e.Kind == broker.EventPublished && e.Topic == movesTopic && e.ID.Entry == ids[0].Entry:
+			published = true
+		case e.Kind == broker.EventAcked && e.Topic == movesTopic && e.ID.Entry == ids[0].Entry:
+			published = false
+		case published && e.Topic == movesTopic && (e.Kind == broker.EventTopicUnloaded || e.Kind == broker.EventTopicLoaded):
+			want = append(want, fmt.Sprintf("%s %d %s", e.Kind, e.Broker, e.Reason))
+		}
+	}
+	var drawn []string
+	eval(ctx, t, p, `[...document.querySelectorAll('svg.life g.row-moves .mark')].map(m => m.dataset.kind + ' ' + m.dataset.broker + ' ' + m.dataset.reason)`, &drawn)
+	if diff := cmp.Diff(want, drawn); diff != "" || len(want) != 4 {
+		t.Errorf("moves drawn (-events +page):\n%s", diff)
+	}
+	var lines, bands int
+	eval(ctx, t, p, `document.querySelectorAll('svg.life g.moves line.move-line').length`, &lines)
+	eval(ctx, t, p, `document.querySelectorAll('svg.life g.moves rect.move-band').length`, &bands)
+	if lines != len(want) || bands != len(want)/2 {
+		t.Errorf("%d lines and %d bands across the lanes, want %d and %d", lines, bands, len(want), len(want)/2)
+	}
+	var labels []string
+	eval(ctx, t, p, `[...document.querySelectorAll('svg.life .move-label')].map(l => l.textContent)`, &labels)
+	if diff := cmp.Diff([]string{"unloaded from broker 0 · loaded on broker 1", "unloaded from broker 1 (crash) · loaded on broker 0"}, labels); diff != "" {
+		t.Errorf("move labels (-want +page):\n%s", diff)
+	}
+	// The labels stay inside the picture.
+	var inside bool
+	eval(ctx, t, p, `(() => { const svg = document.querySelector('svg.life').getBoundingClientRect();
+		return [...document.querySelectorAll('svg.life .move-label')].every(l => { const r = l.getBoundingClientRect(); return r.left >= svg.left && r.right <= svg.right; }); })()`, &inside)
+	if !inside {
+		t.Error("a move's label runs out of the picture")
+	}
+	var node string
+	eval(ctx, t, p, `document.querySelector('header.bar .node').textContent`, &node)
+	if node != "this is broker 0 of a cluster of 2 · modular load manager" {
+		t.Errorf("the bar says %q", node)
+	}
+	save(ctx, t, p, "view-cluster-message.png", 620)
+}

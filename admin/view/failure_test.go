@@ -33,7 +33,15 @@ var reportLine = regexp.MustCompile(`pulsarsim: pictures of the busiest messages
 // report folder set to dir, and returns the report's path from the log.
 func failingReport(t *testing.T, dir string) string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestScenarioThatFails$", "-test.count=1", "-test.v")
+	path, _ := failingReportOf(t, "TestScenarioThatFails", dir)
+	return path
+}
+
+// failingReportOf runs the test named in a child process, as failingReport
+// does, and also returns its output.
+func failingReportOf(t *testing.T, test, dir string) (path, log string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), failingEnv+"=1", testkit.ReportDirEnv+"="+dir)
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "failing on purpose") {
@@ -43,7 +51,7 @@ func failingReport(t *testing.T, dir string) string {
 	if m == nil {
 		t.Fatalf("the failing test logged no report:\n%s", out)
 	}
-	return string(m[1])
+	return string(m[1]), string(out)
 }
 
 func TestAFailingTestWritesItsReportAndLogsThePath(t *testing.T) {

@@ -1,7 +1,8 @@
 package view
 
 import (
-	"sort"
+	"math"
+	"slices"
 	"sync"
 
 	"github.com/pulsarsim/pulsarsim/broker"
@@ -19,17 +20,22 @@ const historyChunk = 1024
 // properties. Older events are forgotten a chunk at a time.
 const DefaultHistoryLimit = 256 * historyChunk
 
-// History records a broker's events in order, for the view and for reports.
-// Register Record with broker.OnEvent before the broker serves, so the
-// history starts with the broker. It is safe for concurrent use.
+// History records a broker's events in order, for the view and for reports:
+// register Record with broker.OnEvent, or call Follow, before the broker
+// serves, so the history starts with the broker. One history can record the
+// events of every broker of a cluster (Follow each, and each broker started
+// again): it holds them in the order they reach it, each with the index of
+// its broker (Event.Broker) and that broker's own Seq, so that a view of any
+// of them shows a topic's life across the brokers it moved between. It is
+// safe for concurrent use.
 type History struct {
 	limit int // events kept at most, a multiple of historyChunk; 0 keeps all
 
-	mu      sync.Mutex
-	chunks  [][]broker.Event
-	n       int    // events held
-	dropped int    // events forgotten because of the limit
-	last    uint64 // Seq of the newest event
+	mu       sync.Mutex
+	chunks   [][]broker.Event
+	n        int // events held
+	dropped  int // events forgotten because of the limit
+	followed []*broker.Broker
 }
 
 // NewHistory returns an empty history that keeps at most limit events (the
@@ -60,8 +66,33 @@ func (h *History) Record(e broker.Event) {
 	last := len(h.chunks) - 1
 	h.chunks[last] = append(h.chunks[last], e)
 	h.n++
-	h.last = e.Seq
 	h.mu.Unlock()
+}
+
+// Follow records b's events from now on (Record registered with b.OnEvent),
+// and has Deliver wait for them. It returns a function that stops it.
+func (h *History) Follow(b *broker.Broker) (stop func()) {
+	cancel := b.OnEvent(h.Record)
+	h.mu.Lock()
+	h.followed = append(h.followed, b)
+	h.mu.Unlock()
+	return func() {
+		cancel()
+		h.mu.Lock()
+		h.followed = slices.DeleteFunc(h.followed, func(o *broker.Broker) bool { return o == b })
+		h.mu.Unlock()
+	}
+}
+
+// Deliver returns once every event the brokers the history follows have
+// emitted so far has reached it (broker.DeliverEvents on each).
+func (h *History) Deliver() {
+	h.mu.Lock()
+	bs := slices.Clone(h.followed)
+	h.mu.Unlock()
+	for _, b := range bs {
+		b.DeliverEvents()
+	}
 }
 
 // Events returns a copy of the events held, oldest first.
@@ -78,18 +109,27 @@ func (h *History) Events() []broker.Event {
 	return out
 }
 
-// Since returns a copy of the events held after the one numbered seq
-// (every event held when seq is 0), oldest first, and the number of events
-// forgotten so far because of the limit.
-func (h *History) Since(seq uint64) (events []broker.Event, dropped int) {
+// Since returns a copy of the events recorded after the first n (every
+// event held when n is 0), oldest first, and the number of events forgotten
+// so far because of the limit. Stats().Last is the n of a later call that
+// wants only what comes next. (For a history that follows one broker from
+// its start, the n-th event is the one with Seq n.)
+func (h *History) Since(n uint64) (events []broker.Event, dropped int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	// The chunks are in Seq order: skip those that end at or before seq.
-	i := sort.Search(len(h.chunks), func(i int) bool { c := h.chunks[i]; return c[len(c)-1].Seq > seq })
-	for ; i < len(h.chunks); i++ {
-		c := h.chunks[i]
-		j := sort.Search(len(c), func(j int) bool { return c[j].Seq > seq })
-		events = append(events, c[j:]...)
+	// Every chunk but the last is full, and the first holds the event
+	// recorded after the dropped ones.
+	skip := int(min(n, uint64(math.MaxInt))) - h.dropped
+	for _, c := range h.chunks {
+		switch {
+		case skip >= len(c):
+			skip -= len(c)
+		case skip > 0:
+			events = append(events, c[skip:]...)
+			skip = 0
+		default:
+			events = append(events, c...)
+		}
 	}
 	return events, h.dropped
 }
@@ -101,7 +141,9 @@ type Stats struct {
 	Held, Dropped int
 	// Limit is the most events held, 0 for no limit.
 	Limit int
-	// Last is the Seq of the newest event, 0 before the first.
+	// Last counts the events recorded so far, forgotten ones included: the
+	// place of the newest (its Seq, for a history that follows one broker
+	// from its start), 0 before the first.
 	Last uint64
 }
 
@@ -109,5 +151,5 @@ type Stats struct {
 func (h *History) Stats() Stats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return Stats{Held: h.n, Dropped: h.dropped, Limit: h.limit, Last: h.last}
+	return Stats{Held: h.n, Dropped: h.dropped, Limit: h.limit, Last: uint64(h.n + h.dropped)}
 }

@@ -3,6 +3,9 @@ package view_test
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/pulsarsim/pulsarsim/admin/view"
 	"github.com/pulsarsim/pulsarsim/broker"
 )
@@ -55,5 +58,24 @@ func TestHistorySinceReturnsTheEventsAfterASequenceNumber(t *testing.T) {
 		if dropped != 1024 || len(evs) != int(3000-first+1) || len(evs) > 0 && evs[0].Seq != first {
 			t.Errorf("Since(%d): %d events from %v, dropped %d; want them from %d, 1024 dropped", seq, len(evs), evs[:min(1, len(evs))], dropped, first)
 		}
+	}
+}
+
+func TestAHistoryOfSeveralBrokersReturnsTheirEventsInTheOrderRecorded(t *testing.T) {
+	h := view.NewHistory(0)
+	var want []broker.Event
+	for i := uint64(1); i <= 3000; i++ {
+		e := broker.Event{Seq: i/2 + 1, Broker: int(i % 2)} // each broker numbers its own
+		h.Record(e)
+		want = append(want, e)
+	}
+	for _, n := range []uint64{0, 1, 1023, 1024, 2999, 3000, 4000} {
+		evs, _ := h.Since(n)
+		if diff := cmp.Diff(want[min(n, 3000):], evs, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("Since(%d) (-want +got):\n%s", n, diff)
+		}
+	}
+	if st := h.Stats(); st.Last != 3000 {
+		t.Errorf("Last %d, want 3000", st.Last)
 	}
 }

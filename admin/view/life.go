@@ -2,6 +2,7 @@ package view
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,6 +51,14 @@ const (
 	MarkTxnReturned  MarkKind = "txn-returned"
 	MarkTxnCommitted MarkKind = "txn-committed"
 	MarkTxnAborted   MarkKind = "txn-aborted"
+
+	// The topic's moves: a broker gave the topic up (an unload, a stop, a
+	// crash: Reason "unload" or "crash") or loaded it ("loaded" from its
+	// ledger, "created" anew). What a broker holds in memory (who holds
+	// what, the redelivery counts) ends with an unload; the next broker
+	// starts from the ledger.
+	MarkUnloaded MarkKind = "topic-unloaded"
+	MarkLoaded   MarkKind = "topic-loaded"
 )
 
 // Mark is one event in a message's life.
@@ -76,6 +85,50 @@ type Mark struct {
 	Reason string
 	// Txn is the transaction concerned, "(most,least)", or "".
 	Txn string
+	// Broker is the index, in its cluster, of the broker that reported the
+	// event. Clustered is set when that cluster has several brokers: the
+	// view then names the broker of each mark.
+	Broker    int
+	Clustered bool
+
+	// order is the event's place among those the builder read: marks are
+	// compared by it, as Seq is each broker's own.
+	order int
+}
+
+// Where names the broker of the mark, "broker 1", in a cluster of several
+// brokers; "" for a lone broker's.
+func (m Mark) Where() string {
+	if !m.Clustered {
+		return ""
+	}
+	return fmt.Sprintf("broker %d", m.Broker)
+}
+
+// MoveLabel says in a few words what a topic's unload or load was:
+// "unloaded from broker 0 (crash)", "loaded on broker 1"; "" for the
+// other kinds.
+func (m Mark) MoveLabel() string {
+	on := ""
+	switch m.Kind {
+	case MarkUnloaded:
+		if m.Clustered {
+			on = fmt.Sprintf(" from broker %d", m.Broker)
+		}
+		if m.Reason == "crash" {
+			return "unloaded" + on + " (crash)"
+		}
+		return "unloaded" + on
+	case MarkLoaded:
+		if m.Clustered {
+			on = fmt.Sprintf(" on broker %d", m.Broker)
+		}
+		if m.Reason == "created" {
+			return "created" + on + " (nothing in the store)"
+		}
+		return "loaded" + on
+	}
+	return ""
 }
 
 // Sentence says what the mark means, as a line of a text timeline.
@@ -117,6 +170,13 @@ func (m Mark) Sentence() string {
 		return fmt.Sprintf("moved to the dead-letter topic %s by %s (copy %s)", m.Copy.Topic, m.Producer, m.CopyID())
 	case MarkRetryLetter:
 		return fmt.Sprintf("copied to the retry topic %s by %s (copy %s)", m.Copy.Topic, m.Producer, m.CopyID())
+	case MarkUnloaded:
+		return "topic " + m.MoveLabel() + ": the consumers' holds and the redelivery counts end with it"
+	case MarkLoaded:
+		if m.Reason == "created" {
+			return "topic " + m.MoveLabel()
+		}
+		return "topic " + m.MoveLabel() + " from the store: what was not acked is delivered again, counts from 0"
 	}
 	return string(m.Kind)
 }
@@ -146,6 +206,12 @@ type Life struct {
 	// TxnEnd is the commit or abort of the transaction that produced it,
 	// nil when none did or it has not ended.
 	TxnEnd *Mark
+	// Moves are the topic's unloads and loads during the message's life
+	// (also in Marks): those after its first mark and before its last, or
+	// later while a subscription that got it has not settled it.
+	Moves []Mark
+
+	moved int // the topic's moves considered so far (builder.moves)
 }
 
 // SubLife is a message's life on one subscription.
@@ -218,13 +284,21 @@ func (l *Life) Start() time.Time { return l.Marks[0].Time }
 // End returns the time of the last mark.
 func (l *Life) End() time.Time { return l.Marks[len(l.Marks)-1].Time }
 
+// Clustered reports whether the life's events came from a cluster of
+// several brokers, whose marks name their broker.
+func (l *Life) Clustered() bool { return len(l.Marks) > 0 && l.Marks[0].Clustered }
+
 // String draws the life as text, one mark a line with its time after the
-// first mark.
+// first mark (and its broker, in a cluster of several).
 func (l *Life) String() string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "message %d:%d on %s\n", l.Ledger, l.Entry, l.Topic)
 	for _, m := range l.Marks {
-		fmt.Fprintf(&sb, "  %+8.3fs  %s\n", m.Time.Sub(l.Start()).Seconds(), m.Sentence())
+		where := ""
+		if m.Clustered {
+			where = m.Where() + "  "
+		}
+		fmt.Fprintf(&sb, "  %+8.3fs  %s%s\n", m.Time.Sub(l.Start()).Seconds(), where, m.Sentence())
 	}
 	for _, s := range l.Subs {
 		fmt.Fprintf(&sb, "  on %s: %s\n", s.Name, s.Outcome.Text)
@@ -232,9 +306,18 @@ func (l *Life) String() string {
 	return sb.String()
 }
 
-// Store gives the messages of a stored entry; *broker.Broker is one.
+// Store gives the messages of a stored entry; *broker.Broker is one. A
+// store that also tells its cluster's brokers, as *broker.Broker does
+// (Brokers), makes the lives of a cluster of several name the broker of
+// each mark.
 type Store interface {
 	Entry(topic string, id broker.MessageID) (broker.Entry, error)
+}
+
+// clustered reports whether store is a broker of a cluster of several.
+func clustered(store Store) bool {
+	c, ok := store.(interface{ Brokers() []broker.BrokerInfo })
+	return ok && len(c.Brokers()) > 1
 }
 
 // Lives reads the messages' lives from events, for the entries want accepts
@@ -252,16 +335,56 @@ func Lives(events []broker.Event, store Store, want func(Key) bool) []*Life {
 
 func newBuilder(store Store, want func(Key) bool) *builder {
 	return &builder{want: want, store: store, lives: map[Key]*Life{}, held: map[holder]map[Key]*Delivery{},
-		touched: map[subKey][]*Life{}, produced: map[string][]Key{}}
+		touched: map[subKey][]*Life{}, produced: map[string][]Key{}, moves: map[string][]Mark{},
+		clustered: store != nil && clustered(store)}
 }
 
 // finish brings the lives up to date with the events added so far, and
 // returns them. More events may be added afterwards.
 func (b *builder) finish() []*Life {
 	for _, l := range b.order {
+		b.addMoves(l)
 		l.finish()
 	}
 	return b.order
+}
+
+// addMoves adds to l the moves of its topic that it has not considered yet
+// and that fall in its life: after its first mark, and before its last one
+// or while a subscription that got it has not settled it. A move after the
+// last mark of a settled message is looked at again next time, as a seek
+// may bring the message back.
+func (b *builder) addMoves(l *Life) {
+	ms := b.moves[l.Topic]
+	if l.moved == len(ms) || len(l.Marks) == 0 {
+		return
+	}
+	first, last := l.Marks[0].order, l.Marks[0].order
+	for i := len(l.Marks) - 1; i >= 0; i-- {
+		if k := l.Marks[i].Kind; k != MarkUnloaded && k != MarkLoaded {
+			last = l.Marks[i].order
+			break
+		}
+	}
+	settled := len(l.Subs) > 0
+	for _, s := range l.Subs {
+		settled = settled && s.settled != nil
+	}
+	for ; l.moved < len(ms); l.moved++ {
+		m := ms[l.moved]
+		if m.order < first {
+			continue
+		}
+		if m.order > last && settled {
+			return
+		}
+		l.Moves = append(l.Moves, m)
+		i := len(l.Marks)
+		for i > 0 && l.Marks[i-1].order > m.order {
+			i--
+		}
+		l.Marks = slices.Insert(l.Marks, i, m)
+	}
 }
 
 // finish orders the subscriptions by name, says which one each copy came
@@ -274,7 +397,7 @@ func (l *Life) finish() {
 			c.Subscription = l.copySource(*c)
 		}
 		for j := range l.Marks {
-			if l.Marks[j].Seq == c.Seq {
+			if l.Marks[j].order == c.order {
 				l.Marks[j].Subscription = c.Subscription
 			}
 		}
@@ -299,12 +422,12 @@ func (l *Life) copySource(c Mark) string {
 	if best != "" {
 		return best
 	}
-	var latest uint64
+	var latest int
 	for _, s := range l.Subs {
 		for _, ln := range s.Lanes {
 			for _, d := range ln.Deliveries {
-				if d.At.Seq < c.Seq && (d.End == nil || d.End.Seq > c.Seq) && d.At.Seq > latest {
-					best, latest = s.Name, d.At.Seq
+				if d.At.order < c.order && (d.End == nil || d.End.order > c.order) && d.At.order > latest {
+					best, latest = s.Name, d.At.order
 				}
 			}
 		}
@@ -357,6 +480,12 @@ type builder struct {
 	order    []*Life
 	held     map[holder]map[Key]*Delivery
 	touched  map[subKey][]*Life // lives per subscription, for expiry and seeks
+	// moves are the unloads and loads of each topic, in event order.
+	moves map[string][]Mark
+	// n counts the events read; clustered is set for the events of a
+	// cluster of several brokers.
+	n         int
+	clustered bool
 }
 
 func (b *builder) wanted(k Key) bool { return b.want == nil || b.want(k) }
@@ -398,9 +527,10 @@ func (s *SubLife) lane(consumer string) *Lane {
 	return ln
 }
 
-func markOf(e *broker.Event, kind MarkKind) Mark {
+func (b *builder) markOf(e *broker.Event, kind MarkKind) Mark {
 	m := Mark{Seq: e.Seq, Time: e.Time, Kind: kind, Subscription: e.Subscription, Consumer: e.Consumer,
-		Count: e.RedeliveryCount, Cumulative: e.Cumulative, Producer: e.Producer, Reason: e.Reason}
+		Count: e.RedeliveryCount, Cumulative: e.Cumulative, Producer: e.Producer, Reason: e.Reason,
+		Broker: e.Broker, Clustered: b.clustered, order: b.n}
 	if e.Txn != nil {
 		m.Txn = e.Txn.String()
 	}
@@ -420,6 +550,7 @@ func consumerEvent(e *broker.Event) bool {
 }
 
 func (b *builder) add(e *broker.Event) {
+	b.n++
 	if e.Consumer == "" && consumerEvent(e) {
 		// A consumer without a name (a pulsar-client-go reader's) is named
 		// by its id, so that lanes and sentences have a name to show.
@@ -447,14 +578,14 @@ func (b *builder) add(e *broker.Event) {
 	case broker.EventRedeliveryAsked:
 		h := holderOf(e)
 		if len(e.IDs) == 0 {
-			b.release(h, nil, markOf(e, MarkAsked))
+			b.release(h, nil, b.markOf(e, MarkAsked))
 			return
 		}
 		keys := make([]Key, len(e.IDs))
 		for i, id := range e.IDs {
 			keys[i] = keyOf(e.Topic, id)
 		}
-		b.release(h, keys, markOf(e, MarkAsked))
+		b.release(h, keys, b.markOf(e, MarkAsked))
 	case broker.EventConsumerClosed:
 		kind := MarkClosed
 		switch e.Reason {
@@ -464,12 +595,16 @@ func (b *builder) add(e *broker.Event) {
 			kind = MarkBrokerClosed
 		}
 		h := holderOf(e)
-		b.release(h, nil, markOf(e, kind))
+		b.release(h, nil, b.markOf(e, kind))
 		delete(b.held, h)
 	case broker.EventExpired:
 		b.expired(e)
+	case broker.EventTopicUnloaded:
+		b.moves[e.Topic] = append(b.moves[e.Topic], b.markOf(e, MarkUnloaded))
+	case broker.EventTopicLoaded:
+		b.moves[e.Topic] = append(b.moves[e.Topic], b.markOf(e, MarkLoaded))
 	case broker.EventSubscriptionSeek:
-		m := markOf(e, MarkSeek)
+		m := b.markOf(e, MarkSeek)
 		m.Target = e.ID.Entry
 		for _, l := range b.touched[subKey{e.Topic, e.Subscription}] {
 			if l.Ledger == e.ID.Ledger && l.Entry >= e.ID.Entry {
@@ -485,7 +620,7 @@ func (b *builder) add(e *broker.Event) {
 func (b *builder) published(e *broker.Event) {
 	if k := keyOf(e.Topic, e.ID); b.wanted(k) {
 		l := b.life(k)
-		l.Published = markOf(e, MarkPublished)
+		l.Published = b.markOf(e, MarkPublished)
 		l.Marks = append(l.Marks, l.Published)
 		if e.Txn != nil {
 			b.produced[e.Txn.String()] = append(b.produced[e.Txn.String()], k)
@@ -498,7 +633,7 @@ func (b *builder) published(e *broker.Event) {
 			continue
 		}
 		l := b.life(origin)
-		m := markOf(e, kind)
+		m := b.markOf(e, kind)
 		m.Copy, m.CopyIndex = keyOf(e.Topic, e.ID), -1
 		if batched {
 			m.CopyIndex = int32(i)
@@ -517,7 +652,7 @@ func (b *builder) delivered(e *broker.Event) {
 	l := b.life(k)
 	s := b.sub(l, e.Subscription)
 	s.settled = nil // a delivery after a settlement follows a seek
-	m := markOf(e, MarkDelivered)
+	m := b.markOf(e, MarkDelivered)
 	d := &Delivery{At: m}
 	ln := s.lane(e.Consumer)
 	ln.Deliveries = append(ln.Deliveries, d)
@@ -531,7 +666,7 @@ func (b *builder) delivered(e *broker.Event) {
 
 func (b *builder) acked(e *broker.Event) {
 	h := holderOf(e)
-	m := markOf(e, MarkAcked)
+	m := b.markOf(e, MarkAcked)
 	if e.Cumulative {
 		// Every entry the consumer holds up to the acknowledged one.
 		for k := range b.held[h] {
@@ -605,7 +740,7 @@ func sortedKeys(ds map[Key]*Delivery) []Key {
 // expired settles the entries an expiry covered: From to ID, less those the
 // subscription had acknowledged already.
 func (b *builder) expired(e *broker.Event) {
-	m := markOf(e, MarkExpired)
+	m := b.markOf(e, MarkExpired)
 	expire := func(l *Life) {
 		s := b.sub(l, e.Subscription)
 		if s.settled != nil {
@@ -692,7 +827,7 @@ func outcomeOf(l *Life, s *SubLife) Outcome {
 			return Outcome{OutcomeExpired, "expired by message TTL"}
 		}
 		for _, c := range l.Copies {
-			if c.Seq <= m.Seq && c.Subscription == s.Name {
+			if c.order <= m.order && c.Subscription == s.Name {
 				if c.Kind == MarkRetryLetter {
 					return Outcome{OutcomeRetried, fmt.Sprintf("copied to the retry topic %s, then acked", c.Copy.Topic)}
 				}
@@ -721,7 +856,7 @@ func outcomeOf(l *Life, s *SubLife) Outcome {
 // consumer's hold (the message waits for the transaction's end).
 func (b *builder) txnAcked(e *broker.Event) {
 	h := holderOf(e)
-	m := markOf(e, MarkTxnAcked)
+	m := b.markOf(e, MarkTxnAcked)
 	keys := []Key{keyOf(e.Topic, e.ID)}
 	if e.Cumulative {
 		keys = keys[:0]
@@ -761,7 +896,7 @@ func (b *builder) committed(e *broker.Event) {
 	if s.settled != nil {
 		return
 	}
-	m := markOf(e, MarkAcked)
+	m := b.markOf(e, MarkAcked)
 	s.settled, s.txnHeld = &m, nil
 	s.Marks = append(s.Marks, m)
 	l.Marks = append(l.Marks, m)
@@ -769,7 +904,7 @@ func (b *builder) committed(e *broker.Event) {
 
 // txnReturned records an abort giving messages back to a subscription.
 func (b *builder) txnReturned(e *broker.Event) {
-	m := markOf(e, MarkTxnReturned)
+	m := b.markOf(e, MarkTxnReturned)
 	for _, id := range e.IDs {
 		k := keyOf(e.Topic, id)
 		if !b.wanted(k) {
@@ -793,7 +928,7 @@ func (b *builder) txnEnded(e *broker.Event) {
 	if e.Kind == broker.EventTxnCommitted {
 		kind = MarkTxnCommitted
 	}
-	m := markOf(e, kind)
+	m := b.markOf(e, kind)
 	for _, k := range b.produced[e.Txn.String()] {
 		if k.Topic == e.Topic {
 			l := b.life(k)

@@ -86,21 +86,96 @@ func preview(p []byte) string {
 type common struct {
 	Title     string
 	BrokerURL string
-	History   Stats
-	Now       time.Time
+	// Node says which broker of its cluster serves the page; nil for a lone
+	// broker.
+	Node    *Node
+	History Stats
+	Now     time.Time
 	// Topic is the topic the page is about, if any, for the breadcrumb.
 	Topic string
 }
 
-// events returns the history's events, once every event the broker emitted
-// so far has reached it.
+// Node is a broker of a cluster of several, as a page or a report names it.
+type Node struct {
+	// Index is the broker's index in its cluster (from 0), Of the number
+	// of brokers in the cluster.
+	Index, Of int
+	// URL is its service URL; LoadManager the cluster's load manager
+	// ("modular" or "extensible").
+	URL, LoadManager string
+}
+
+// String names the broker: "broker 1 of 3".
+func (n *Node) String() string { return fmt.Sprintf("broker %d of %d", n.Index, n.Of) }
+
+// nodeOf returns b as a broker of its cluster, nil for a lone broker (or a
+// cluster of one).
+func nodeOf(b *broker.Broker) *Node {
+	bs := b.Brokers()
+	if len(bs) <= 1 {
+		return nil
+	}
+	lm := "modular"
+	if b.LoadManager() == broker.ExtensibleLoadManager {
+		lm = "extensible"
+	}
+	return &Node{Index: b.Node(), Of: len(bs), URL: b.URL(), LoadManager: lm}
+}
+
+// Owner is the broker that owns a topic's bundle, as a cluster's page says.
+type Owner struct {
+	// Index is the owner's index in the cluster; Self is set when it is the
+	// broker serving the page; Alive is false for a broker stopped or
+	// crashed (whose bundles are its own until the ownership timeout).
+	Index       int
+	Self, Alive bool
+	// URL is its service URL, View the address of the topic's page in its
+	// web view ("" when its web service URL is not known).
+	URL, View string
+}
+
+// ownerOf returns the owner of topic's bundle in b's cluster of several
+// brokers; nil for a lone broker, or when nobody owns the bundle.
+func ownerOf(b *broker.Broker, topic string) *Owner {
+	bs := b.Brokers()
+	if len(bs) <= 1 {
+		return nil
+	}
+	bd, err := b.BundleOf(topic)
+	if err != nil {
+		return nil
+	}
+	info, ok := b.BundleOwner(bd)
+	if !ok {
+		return nil
+	}
+	o := &Owner{Index: -1, Self: info.Self, Alive: info.Alive, URL: info.URL}
+	for i, other := range bs {
+		if other.ID == info.ID {
+			o.Index = i
+		}
+	}
+	if info.WebURL != "" {
+		o.View = strings.TrimSuffix(info.WebURL, "/") + "/view/" + link("topic", "name", topic)
+	}
+	return o
+}
+
+// events returns the history's events, once every event the broker (and
+// every broker the history follows) emitted so far has reached it.
 func (v *Handler) events() []broker.Event {
-	v.b.DeliverEvents()
+	v.deliver()
 	return v.h.Events()
 }
 
+// deliver waits until the events emitted so far have reached the history.
+func (v *Handler) deliver() {
+	v.b.DeliverEvents()
+	v.h.Deliver()
+}
+
 func (v *Handler) common(title, topic string) common {
-	return common{Title: title, BrokerURL: v.b.URL(), History: v.h.Stats(), Now: v.b.Clock().Now(), Topic: topic}
+	return common{Title: title, BrokerURL: v.b.URL(), Node: nodeOf(v.b), History: v.h.Stats(), Now: v.b.Clock().Now(), Topic: topic}
 }
 
 // TopicState is one topic with its subscriptions, as a page or a report
@@ -113,6 +188,9 @@ type TopicState struct {
 	// Copies counts the dead-letter and retry-letter copies made of the
 	// topic's messages, as far as the history reaches.
 	Copies int
+	// Owner is, in a cluster of several brokers, the broker owning the
+	// topic's bundle; nil for a lone broker.
+	Owner *Owner
 }
 
 // topicStates returns the state of the named topics (all when names is nil).
@@ -120,6 +198,7 @@ func topicStates(b *broker.Broker, names []string, copies map[string]int) []Topi
 	if names == nil {
 		names = b.Topics()
 	}
+	clustered := len(b.Brokers()) > 1
 	var out []TopicState
 	for _, name := range names {
 		ts, ok := b.Topic(name)
@@ -127,6 +206,9 @@ func topicStates(b *broker.Broker, names []string, copies map[string]int) []Topi
 			continue
 		}
 		st := TopicState{TopicSnapshot: ts, Copies: copies[name]}
+		if clustered {
+			st.Owner = ownerOf(b, name)
+		}
 		for _, sn := range ts.Subscriptions {
 			if s, ok := b.Subscription(name, sn); ok {
 				st.Subs = append(st.Subs, s)
@@ -158,13 +240,34 @@ func copiesPerTopic(events []broker.Event, store Store) map[string]int {
 type indexPage struct {
 	common
 	Topics []TopicState
+	// Elsewhere are, in a cluster, the topics of the store that another
+	// broker serves (or would load), with their owner.
+	Elsewhere []elsewhere
+}
+
+// elsewhere is a topic another broker of the cluster serves.
+type elsewhere struct {
+	Name  string
+	Owner *Owner
 }
 
 func (v *Handler) index(w http.ResponseWriter, r *http.Request) {
-	render(w, r, "index", indexPage{
+	p := indexPage{
 		common: v.common("pulsarsim", ""),
 		Topics: topicStates(v.b, nil, copiesPerTopic(v.events(), v.b)),
-	})
+	}
+	if p.Node != nil {
+		served := map[string]bool{}
+		for _, t := range p.Topics {
+			served[t.Name] = true
+		}
+		for _, name := range v.b.Topics() {
+			if !served[name] {
+				p.Elsewhere = append(p.Elsewhere, elsewhere{name, ownerOf(v.b, name)})
+			}
+		}
+	}
+	render(w, r, "index", p)
 }
 
 // pageSize is the number of messages a topic page lists at once, and
@@ -184,6 +287,8 @@ type msgRow struct {
 type topicPage struct {
 	common
 	State TopicState
+	// Served is set when this broker serves the topic (it has its state).
+	Served bool
 	// Lives counts the topic's messages the history holds.
 	Lives int
 	// Copied lists the latest messages with dead-letter or retry-letter
@@ -215,15 +320,23 @@ func (v *Handler) topic(w http.ResponseWriter, r *http.Request) {
 	}
 	full := tn.String()
 	states := topicStates(v.b, []string{full}, nil)
-	if len(states) == 0 {
-		http.Error(w, "no topic "+full, http.StatusNotFound)
-		return
-	}
 	lives, done := v.topicLivesOf(full)
 	defer done()
+	served := len(states) > 0
+	if !served {
+		// In a cluster, a topic another broker serves (or that nobody
+		// serves, between a crash and the takeover) has its page here
+		// too: its messages' lives (the history has the whole cluster's
+		// events when it follows every broker) and where it is served.
+		if nodeOf(v.b) == nil || len(lives) == 0 && !slices.Contains(v.b.Topics(), full) {
+			http.Error(w, "no topic "+full, http.StatusNotFound)
+			return
+		}
+		states = []TopicState{{TopicSnapshot: broker.TopicSnapshot{Name: full}, Owner: ownerOf(v.b, full)}}
+	}
 	p := topicPage{common: v.common(shortTopic(full), full), State: states[0], Lives: len(lives),
 		Sort: pick(r.URL.Query().Get("sort"), sorts), Filter: pick(r.URL.Query().Get("filter"), filters),
-		Sorts: sorts, Filters: filters}
+		Sorts: sorts, Filters: filters, Served: served}
 	p.State.Copies = 0
 	rows := make([]msgRow, 0, len(lives))
 	for _, l := range lives {
@@ -296,6 +409,10 @@ type messagePage struct {
 	Stored []broker.Message
 	// Standing says where the entry is now on each subscription.
 	Standing []standing
+	// Served is set when this broker serves the topic; in a cluster, Owner
+	// is the broker that owns its bundle when another does.
+	Served bool
+	Owner  *Owner
 }
 
 // standing is where an entry stands now on one subscription.
@@ -330,9 +447,12 @@ func (v *Handler) message(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if st := topicStates(v.b, []string{k.Topic}, nil); len(st) > 0 {
+		p.Served = true
 		for _, s := range st[0].Subs {
 			p.Standing = append(p.Standing, standingOf(s, k))
 		}
+	} else if p.Node != nil {
+		p.Owner = ownerOf(v.b, k.Topic)
 	}
 	render(w, r, "message", p)
 }
@@ -373,6 +493,12 @@ type Report struct {
 	Note      string
 	Failed    bool
 	BrokerURL string
+	// Node is, in a cluster of several brokers, the broker the report is
+	// of; nil for a lone broker and for a report of the whole cluster.
+	Node *Node
+	// Cluster names, in a report of a whole cluster, its brokers' service
+	// URLs by index.
+	Cluster   []string
 	Generated time.Time
 	History   Stats
 	Topics    []TopicState
@@ -387,8 +513,60 @@ type Report struct {
 func NewReport(b *broker.Broker, events []broker.Event, max int) Report {
 	all := Lives(events, b, nil)
 	busiest := Busiest(all, max)
-	return Report{BrokerURL: b.URL(), Generated: time.Now(), Topics: topicStates(b, nil, copiesPerTopic(events, b)),
+	return Report{BrokerURL: b.URL(), Node: nodeOf(b), Generated: time.Now(), Topics: topicStates(b, nil, copiesPerTopic(events, b)),
 		Lives: busiest, Others: len(all) - len(busiest)}
+}
+
+// NewClusterReport gathers a report of the brokers of a cluster, by index,
+// from events (a history that follows them all): the state of the topics
+// each one serves, each naming its broker, and the lives of the busiest
+// messages, at most max of them (all when max <= 0), across the brokers
+// their topics moved between. A broker that is not serving (stopped,
+// crashed) shows no topic.
+func NewClusterReport(brokers []*broker.Broker, events []broker.Event, max int) Report {
+	store := clusterStore(brokers)
+	all := Lives(events, store, nil)
+	busiest := Busiest(all, max)
+	rep := Report{Generated: time.Now(), Lives: busiest, Others: len(all) - len(busiest)}
+	copies := copiesPerTopic(events, store)
+	for _, b := range brokers {
+		rep.Cluster = append(rep.Cluster, b.URL())
+		for _, name := range b.LoadedTopics() {
+			rep.Topics = append(rep.Topics, topicStates(b, []string{name}, copies)...)
+		}
+	}
+	slices.SortFunc(rep.Topics, func(a, b TopicState) int { return cmp.Compare(a.Name, b.Name) })
+	return rep
+}
+
+// ClusterStore returns the store of the brokers of a cluster, by index, for
+// Lives: it reads an entry from the broker serving its topic, and tells the
+// cluster's brokers, so that the lives name the broker of each mark.
+func ClusterStore(brokers []*broker.Broker) Store { return clusterStore(brokers) }
+
+// clusterStore reads an entry from whichever broker of a cluster serves its
+// topic.
+type clusterStore []*broker.Broker
+
+func (c clusterStore) Entry(topic string, id broker.MessageID) (broker.Entry, error) {
+	err := fmt.Errorf("no broker serves %s", topic)
+	for _, b := range c {
+		if slices.Contains(b.LoadedTopics(), topic) {
+			var e broker.Entry
+			if e, err = b.Entry(topic, id); err == nil {
+				return e, nil
+			}
+		}
+	}
+	return broker.Entry{}, err
+}
+
+// Brokers tells the cluster's brokers, as a broker does.
+func (c clusterStore) Brokers() []broker.BrokerInfo {
+	if len(c) == 0 {
+		return nil
+	}
+	return c[0].Brokers()
 }
 
 // reportSize is the number of messages in a report downloaded from the view.
@@ -398,6 +576,9 @@ func (v *Handler) report(w http.ResponseWriter, r *http.Request) {
 	rep := NewReport(v.b, v.events(), reportSize)
 	rep.Title = "pulsarsim report"
 	rep.Note = fmt.Sprintf("The %d busiest messages of the broker at %s.", len(rep.Lives), v.b.URL())
+	if rep.Node != nil {
+		rep.Note = fmt.Sprintf("The %d busiest messages in the history, as %s of the cluster (%s) sees them.", len(rep.Lives), rep.Node, v.b.URL())
+	}
 	rep.History = v.h.Stats()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := WriteReport(w, rep); err != nil {

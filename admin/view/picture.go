@@ -13,7 +13,9 @@ import (
 // marks: expiry, seeks) and one lane per consumer, and a row per topic the
 // message was copied to. A delivery is a blue disc carrying its redelivery
 // count, followed by a bar while the consumer holds the message, and the
-// glyph of what ended the hold.
+// glyph of what ended the hold. The topic's unloads and loads during the
+// message's life are a row of their own on top, each a vertical line across
+// the lanes, with the time the topic was loaded nowhere shaded.
 
 // Picture geometry, in pixels.
 const (
@@ -28,7 +30,7 @@ const (
 // row is one horizontal band of the picture.
 type row struct {
 	label, title string
-	class        string // "row-published", "row-sub", "row-lane", "row-copy"
+	class        string // "row-moves", "row-published", "row-sub", "row-lane", "row-copy"
 	attrs        string // data attributes of the row's group
 	y            float64
 }
@@ -49,6 +51,24 @@ func Picture(l *Life) template.HTML {
 	var body strings.Builder
 	y := float64(axisHeight)
 	next := func(h float64) float64 { c := y + h/2; y += h; return c }
+
+	// The topic's moves.
+	var moveXs []float64
+	if len(l.Moves) > 0 {
+		for _, m := range l.Moves {
+			moveXs = append(moveXs, ax.x(m.Time))
+		}
+		labels := placeMoveLabels(l.Moves, moveXs, total)
+		h := movesRowHeight(labels)
+		y += h
+		cy := y - h + rowHeight/2
+		writeRowStart(&body, row{label: "topic", title: "its unloads and loads", class: "row-moves", y: cy}, total)
+		for i, m := range l.Moves {
+			writeMark(&body, moveXs[i], cy, m, l.Start())
+		}
+		writeMoveLabels(&body, labels, cy)
+		body.WriteString("</g>")
+	}
 
 	// The publish row.
 	if l.Published.Seq != 0 {
@@ -99,6 +119,7 @@ func Picture(l *Life) template.HTML {
 	fmt.Fprintf(&sb, `<svg class="life" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" style="max-width:%.0fpx;min-width:%.0fpx" role="img" aria-label="life of message %d:%d" data-topic="%s" data-entry="%d:%d">`,
 		total, height, total, height, total, min(total, 760), l.Ledger, l.Entry, html.EscapeString(l.Topic), l.Ledger, l.Entry)
 	writeAxis(&sb, ax, l.Start(), total, height)
+	writeMoveLines(&sb, l.Moves, moveXs, total, height)
 	sb.WriteString(body.String())
 	sb.WriteString("</svg>")
 	return template.HTML(sb.String())
@@ -130,6 +151,124 @@ func writeAxis(sb *strings.Builder, ax *axis, start time.Time, total, height flo
 		}
 	}
 	sb.WriteString(`</g>`)
+}
+
+// writeMoveLines draws a vertical line across the picture at each move, and
+// shades the time from an unload to the next load, when the topic was
+// loaded on no broker.
+func writeMoveLines(sb *strings.Builder, moves []Mark, xs []float64, total, height float64) {
+	if len(moves) == 0 {
+		return
+	}
+	sb.WriteString(`<g class="moves">`)
+	for i, m := range moves {
+		if m.Kind != MarkUnloaded {
+			continue
+		}
+		end, title := total-4, "the topic is loaded on no broker"
+		if i+1 < len(moves) && moves[i+1].Kind == MarkLoaded {
+			end = xs[i+1]
+			title = "the topic moves: " + m.MoveLabel() + ", " + moves[i+1].MoveLabel()
+		}
+		fmt.Fprintf(sb, `<rect class="move-band" x="%.1f" y="%d" width="%.1f" height="%.1f"><title>%s</title></rect>`,
+			xs[i], axisHeight-6, max(end-xs[i], 0), height-axisHeight+2, html.EscapeString(title))
+	}
+	for i, m := range moves {
+		fmt.Fprintf(sb, `<line class="move-line m-%s" x1="%.1f" y1="%d" x2="%.1f" y2="%.1f"/>`, m.Kind, xs[i], axisHeight-6, xs[i], height-4)
+	}
+	sb.WriteString(`</g>`)
+}
+
+// labelCharWidth is about the width of a character of a move's label, for
+// placing it, and labelLine the height of a line of labels.
+const (
+	labelCharWidth = 6.2
+	labelLine      = 15
+)
+
+// moveLabel is a label of the moves row, placed: x its anchor, line the
+// line it is on (0 level with the glyphs, then below).
+type moveLabel struct {
+	text, anchor string
+	x            float64
+	line         int
+}
+
+// placeMoveLabels says what each move was, for the moves row: an unload and
+// the load that follows share one label ("unloaded from broker 0 (crash) ·
+// loaded on broker 1"), after the load, else inside the band between them,
+// else before the unload, on the first line where it overlaps no glyph or
+// other label and stays inside the picture.
+func placeMoveLabels(moves []Mark, xs []float64, total float64) []moveLabel {
+	type span struct {
+		lo, hi float64
+		line   int
+	}
+	var taken []span
+	for _, x := range xs { // the glyphs, on the first line
+		taken = append(taken, span{x - 10, x + 10, 0})
+	}
+	free := func(lo, hi float64, line int) bool {
+		if lo < labelWidth+4 || hi > total-4 {
+			return false
+		}
+		for _, t := range taken {
+			if t.line == line && lo < t.hi+6 && t.lo < hi+6 {
+				return false
+			}
+		}
+		return true
+	}
+	var out []moveLabel
+	for i := 0; i < len(moves); i++ {
+		text, from, to := moves[i].MoveLabel(), xs[i], xs[i]
+		if moves[i].Kind == MarkUnloaded && i+1 < len(moves) && moves[i+1].Kind == MarkLoaded {
+			i++
+			text, to = text+" · "+moves[i].MoveLabel(), xs[i]
+		}
+		w := float64(len([]rune(text))) * labelCharWidth
+		candidates := []struct{ lo float64 }{{to + 16}, {from + 16}, {from - 16 - w}}
+		placed := false
+		for line := 0; !placed && line < 8; line++ {
+			for j, c := range candidates {
+				if j == 1 && c.lo+w > to-16 {
+					continue // the band is too narrow for it
+				}
+				if free(c.lo, c.lo+w, line) {
+					taken = append(taken, span{c.lo, c.lo + w, line})
+					out = append(out, moveLabel{text, "start", c.lo, line})
+					placed = true
+					break
+				}
+			}
+		}
+		if !placed { // too long for the picture: after the load, cut by its edge
+			line := 0
+			for _, t := range taken {
+				line = max(line, t.line+1)
+			}
+			taken = append(taken, span{to + 16, to + 16 + w, line})
+			out = append(out, moveLabel{text, "start", max(labelWidth+4, min(to+16, total-4-w)), line})
+		}
+	}
+	return out
+}
+
+// movesRowHeight is the height of the moves row with its labels.
+func movesRowHeight(labels []moveLabel) float64 {
+	lines := 1
+	for _, l := range labels {
+		lines = max(lines, l.line+1)
+	}
+	return rowHeight + float64(lines-1)*labelLine
+}
+
+// writeMoveLabels writes the moves row's labels, cy being the glyphs' line.
+func writeMoveLabels(sb *strings.Builder, labels []moveLabel, cy float64) {
+	for _, l := range labels {
+		fmt.Fprintf(sb, `<text class="move-label" x="%.1f" y="%.1f" text-anchor="%s">%s</text>`,
+			l.x, cy+4+float64(l.line)*labelLine, l.anchor, html.EscapeString(l.text))
+	}
 }
 
 // writeLane draws a consumer's deliveries, their holds and their ends.
@@ -165,12 +304,19 @@ func writeLane(sb *strings.Builder, ax *axis, ln *Lane, cy, total float64, start
 
 // writeMark draws one mark's glyph at (x, y), with its sentence as tooltip.
 func writeMark(sb *strings.Builder, x, y float64, m Mark, start time.Time) {
-	count := ""
+	attrs, when := "", since(m.Time.Sub(start))
 	if m.Kind == MarkDelivered {
-		count = fmt.Sprintf(` data-count="%d"`, m.Count)
+		attrs = fmt.Sprintf(` data-count="%d"`, m.Count)
+	}
+	if m.Kind == MarkUnloaded || m.Kind == MarkLoaded {
+		attrs += fmt.Sprintf(` data-reason="%s"`, html.EscapeString(m.Reason))
+	}
+	if m.Clustered {
+		attrs += fmt.Sprintf(` data-broker="%d"`, m.Broker)
+		when += " · " + m.Where()
 	}
 	fmt.Fprintf(sb, `<g class="mark m-%s" data-kind="%s"%s data-seq="%d" transform="translate(%.1f %.1f)"><title>%s · %s</title>`,
-		m.Kind, m.Kind, count, m.Seq, x, y, since(m.Time.Sub(start)), html.EscapeString(m.Sentence()))
+		m.Kind, m.Kind, attrs, m.Seq, x, y, when, html.EscapeString(m.Sentence()))
 	sb.WriteString(glyph(m))
 	sb.WriteString(`</g>`)
 }
@@ -206,6 +352,10 @@ func glyph(m Mark) string {
 		return `<rect x="-6" y="-6" width="12" height="12"/><path class="ink" d="M-3.5 0.5 L-1 3 L3.8 -2.4"/>`
 	case MarkTxnAborted:
 		return `<rect x="-6" y="-6" width="12" height="12"/><path class="ink" d="M-3 -3 L3 3 M3 -3 L-3 3"/>`
+	case MarkUnloaded:
+		return `<rect x="-8" y="-8" width="16" height="16" rx="3"/><path class="ink" d="M0 -4 V3 M-3.4 0.2 L0 3.6 L3.4 0.2"/>`
+	case MarkLoaded:
+		return `<rect x="-8" y="-8" width="16" height="16" rx="3"/><path class="ink" d="M0 4 V-3 M-3.4 -0.2 L0 -3.6 L3.4 -0.2"/>`
 	}
 	return `<circle r="6"/>`
 }
@@ -229,6 +379,8 @@ var legendItems = []struct {
 	{Mark{Kind: MarkTxnReturned}, "given back by the transaction's abort"},
 	{Mark{Kind: MarkTxnCommitted}, "the producing transaction committed"},
 	{Mark{Kind: MarkTxnAborted}, "the producing transaction aborted"},
+	{Mark{Kind: MarkUnloaded}, "the topic unloaded from its broker (an unload, a stop, a crash)"},
+	{Mark{Kind: MarkLoaded}, "the topic loaded on a broker, from the store"},
 }
 
 // Legend draws the glyphs and what they mean, as HTML.

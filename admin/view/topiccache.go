@@ -11,7 +11,7 @@ import (
 type topicLives struct {
 	mu      sync.Mutex
 	b       *builder
-	last    uint64    // the Seq of the last event read
+	read    uint64    // the events of the history read (History.Since)
 	dropped int       // the events the history had forgotten then
 	used    time.Time // the last visit, for eviction
 }
@@ -37,22 +37,21 @@ func (v *Handler) topicLivesOf(topic string) (lives []*Life, done func()) {
 	v.cacheMu.Unlock()
 
 	tl.mu.Lock()
-	v.b.DeliverEvents()
-	events, dropped := v.h.Since(tl.last)
+	v.deliver()
+	events, dropped := v.h.Since(tl.read)
 	if tl.b == nil || dropped != tl.dropped {
 		// First visit, or the history forgot events since the last one:
 		// start again from what it holds, so that the page shows what the
 		// history holds, as a first visit would.
 		tl.b = newBuilder(v.b, func(k Key) bool { return k.Topic == topic })
+		tl.read = 0
 		events, dropped = v.h.Since(0)
 		tl.dropped = dropped
 	}
 	for i := range events {
 		tl.b.add(&events[i])
 	}
-	if n := len(events); n > 0 {
-		tl.last = events[n-1].Seq
-	}
+	tl.read = max(tl.read, uint64(dropped)) + uint64(len(events))
 	return tl.b.finish(), tl.mu.Unlock
 }
 

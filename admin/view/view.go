@@ -7,6 +7,12 @@
 // refreshes them as events arrive (server-sent events). Nothing is fetched
 // from elsewhere.
 //
+// A broker of a cluster of several has its own view, which names it; its
+// history may follow every broker of the cluster (History.Follow), so that
+// a message's life shows each event's broker and the moves of its topic
+// between them, and the topic page says which broker owns the topic's bundle
+// and links to that broker's view.
+//
 // The same pictures make a self-contained HTML report (WriteReport), which
 // testkit writes when a test fails.
 package view

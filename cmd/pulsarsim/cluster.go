@@ -63,7 +63,8 @@ func shiftPort(addr string, i int) (string, error) {
 
 // clusterSpec is what serveCluster starts: n brokers, the i-th serving the
 // binary protocol on addr's port + i and its admin API on httpAddr's port +
-// i (none when httpAddr is empty), each with its web view when withView.
+// i (none when httpAddr is empty), each with its web view when withView
+// (all reading one history of at most viewHistory events of the cluster).
 type clusterSpec struct {
 	n              int
 	addr, httpAddr string
@@ -106,10 +107,12 @@ func serveCluster(ctx context.Context, spec clusterSpec) error {
 		}
 		c.Close()
 	}
+	// One history of the cluster's events, which every broker's view
+	// reads: a topic's messages keep their lives across its moves.
+	h := view.NewHistory(spec.viewHistory)
 	for _, b := range c.Brokers() {
 		if spec.withView && spec.httpAddr != "" {
-			h := view.NewHistory(spec.viewHistory)
-			b.OnEvent(h.Record)
+			h.Follow(b)
 			webs = append(webs, view.New(b, h))
 		}
 	}

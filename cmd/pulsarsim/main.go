@@ -112,7 +112,7 @@ func run(args []string) error {
 	wsMaxFrame := fs.Int("websocket-max-text-frame-size", websocket.DefaultMaxTextFrameSize,
 		"webSocketMaxTextFrameSize: the largest message a WebSocket session may send, in bytes")
 	viewHistory := fs.Int("view-history", view.DefaultHistoryLimit,
-		"the number of newest broker events the web view keeps for its pictures of message lives")
+		"the number of newest broker events the web view keeps for its pictures of message lives (a cluster's brokers share one history of that many)")
 	verbose := fs.Bool("v", false, "log every connection event")
 	brokers := fs.Int("brokers", 1,
 		"the number of brokers: N > 1 starts a cluster over one store, the i-th broker (from 0) on the -addr port + i and the -http port + i")
