@@ -49,7 +49,8 @@ const (
 
 	// EventTopicLoaded: the broker loaded Topic, from its ledger (Reason
 	// "loaded") or as a new topic ("created"); EventTopicUnloaded: the
-	// broker gave it up (Reason "unload", or "crash" when it crashed).
+	// broker gave it up (Reason "unload", "stop" when the broker shut down
+	// gracefully, or "crash" when it crashed).
 	// Between the two, the topic's dispatchers and redelivery counters are
 	// that broker's (load.go).
 	EventTopicLoaded   EventKind = "topic-loaded"

@@ -95,9 +95,15 @@ func (t *Topic) releaseLocked(tell bool, dst *bundles.Node) *ledger {
 		t.movingTo = nil
 	}
 	t.released = true
+	t.b.mu.Lock()
+	stopping := t.b.stopping
+	t.b.mu.Unlock()
 	reason := "unload"
-	if !tell {
+	switch {
+	case !tell:
 		reason = "crash"
+	case stopping:
+		reason = "stop"
 	}
 	t.b.emit(Event{Kind: EventTopicUnloaded, Topic: t.full, Reason: reason})
 	if !t.name.Persistent {

@@ -1,6 +1,7 @@
 package testkit_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -162,5 +163,52 @@ func TestATransactionCommitsAfterItsTopicMoved(t *testing.T) {
 	}
 	if string(m.Payload()) != "in the move" || c.Owner(topic) != 1 {
 		t.Fatalf("got %q with the topic on broker %d", m.Payload(), c.Owner(topic))
+	}
+}
+
+// A broker stopped gracefully says so when it gives its topics up: their
+// unload's reason is "stop", a crash's "crash", an admin unload's "unload".
+func TestATopicUnloadNamesWhyItsBrokerGaveItUp(t *testing.T) {
+	c := testkit.StartCluster(t, 3)
+	client := c.Client()
+	// Three topics of three bundles, each moved to its own broker.
+	var topics []string
+	seen := map[string]bool{}
+	for n := 0; len(topics) < 3; n++ {
+		topic := fmt.Sprintf("persistent://public/default/reason-%d", n)
+		if b := c.Bundle(topic); !seen[b] {
+			seen[b] = true
+			topics = append(topics, topic)
+		}
+	}
+	for i, topic := range topics {
+		c.Move(topic, i)
+		p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+	}
+	lastReason := func(topic string) string {
+		reason := ""
+		for _, e := range c.Events() {
+			if e.Topic == topic && e.Kind == testkit.EventTopicUnloaded {
+				reason = e.Reason
+			}
+		}
+		return reason
+	}
+	for _, step := range []struct {
+		topic, want string
+		do          func()
+	}{
+		{topics[0], "unload", func() { c.Unload(topics[0]) }},
+		{topics[1], "stop", func() { c.Stop(1) }},
+		{topics[2], "crash", func() { c.Crash(2) }},
+	} {
+		step.do()
+		if got := lastReason(step.topic); got != step.want {
+			t.Errorf("%s: its unload's reason %q, want %q", step.topic, got, step.want)
+		}
 	}
 }

@@ -53,7 +53,7 @@ const (
 	MarkTxnAborted   MarkKind = "txn-aborted"
 
 	// The topic's moves: a broker gave the topic up (an unload, a stop, a
-	// crash: Reason "unload" or "crash") or loaded it ("loaded" from its
+	// crash: Reason "unload", "stop" or "crash") or loaded it ("loaded" from its
 	// ledger, "created" anew). What a broker holds in memory (who holds
 	// what, the redelivery counts) ends with an unload; the next broker
 	// starts from the ledger.
@@ -115,8 +115,8 @@ func (m Mark) MoveLabel() string {
 		if m.Clustered {
 			on = fmt.Sprintf(" from broker %d", m.Broker)
 		}
-		if m.Reason == "crash" {
-			return "unloaded" + on + " (crash)"
+		if m.Reason == "crash" || m.Reason == "stop" {
+			return "unloaded" + on + " (" + m.Reason + ")"
 		}
 		return "unloaded" + on
 	case MarkLoaded:
