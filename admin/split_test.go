@@ -178,3 +178,33 @@ func TestNamespaceCreatedWithItsBundlesKeepsThem(t *testing.T) {
 		t.Errorf("created again: %s", got)
 	}
 }
+
+// Pulsar creates a namespace's __change_events topic as its first topic
+// loads, and counts it among the bundle's topics: public/sp's hashes to
+// 0x01438c5f, in the first of its two bundles.
+func TestSplitByTopicCountCountsTheNamespacesChangeEventsTopic(t *testing.T) {
+	_, _, base := startAdmin(t)
+	if status, body := call(t, base, "PUT", "/admin/v2/namespaces/public/sp", `{"bundles":{"numBundles":2}}`); status != http.StatusNoContent {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	const half = "/admin/v2/namespaces/public/sp/0x00000000_0x80000000/split?splitAlgorithmName=topic_count_equally_divide"
+	if got := splitAnswer(t, base, half, ""); got != "204 " {
+		t.Fatalf("split of an empty namespace's bundle: %s", got)
+	}
+	if list, _ := bundlesOf(t, base, "public/sp"); list != `{"boundaries":["0x00000000","0x80000000","0xffffffff"],"numBundles":2}` {
+		t.Fatalf("an empty namespace's bundle was split: %s", list)
+	}
+	topic := topicIn("public/sp", 0x40000000, 0x80000000)
+	if status, body := call(t, base, "PUT", "/admin/v2/persistent/"+strings.TrimPrefix(topic, "persistent://"), ""); status != http.StatusNoContent {
+		t.Fatalf("create %s: %d %s", topic, status, body)
+	}
+	if got := splitAnswer(t, base, half, ""); got != "204 " {
+		t.Fatalf("split: %s", got)
+	}
+	events := crc32.ChecksumIEEE([]byte("persistent://public/sp/__change_events"))
+	h := crc32.ChecksumIEEE([]byte(topic))
+	mid := fmt.Sprintf("0x%08x", events+(h-events)/2)
+	if list, _ := bundlesOf(t, base, "public/sp"); !strings.Contains(list, `["0x00000000","`+mid+`","0x80000000"`) {
+		t.Errorf("split by topic count with one topic and __change_events (%x, %x): %s, want a boundary at %s", h, events, list, mid)
+	}
+}

@@ -235,7 +235,10 @@ func (b *Broker) SplitBundle(bd Bundle, opts SplitOptions) ([]Bundle, error) {
 // bundleTopicHashesLocked returns the hashes of the topics of bd, as
 // Pulsar's getOwnedTopicListForNamespaceBundle lists them: the topics of
 // its namespace that exist, and every partition of its partitioned topics,
-// that fall in bd.
+// that fall in bd. Once the namespace has a topic, its __change_events
+// system topic counts too: Pulsar creates it when the first topic of a
+// namespace is loaded (topic-level policies are on by default), and lists
+// it with the others, though pulsarsim keeps no such topic.
 func (b *Broker) bundleTopicHashesLocked(bd Bundle) []uint32 {
 	seen := map[string]bool{}
 	var out []uint32
@@ -251,6 +254,7 @@ func (b *Broker) bundleTopicHashesLocked(bd Bundle) []uint32 {
 	for _, full := range b.topicNamesLocked() {
 		if tn, err := ParseTopicName(full); err == nil && tn.NamespaceName() == bd.Namespace {
 			add(tn.String())
+			add("persistent://" + bd.Namespace + "/__change_events")
 		}
 	}
 	for base, n := range b.partitioned {
