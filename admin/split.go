@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"slices"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
