@@ -141,7 +141,7 @@ func (s *Server) unloadBundle(w http.ResponseWriter, r *http.Request) {
 	if errors.Is(err, broker.ErrNotOwner) {
 		if owner, ok := s.b.BundleOwner(bd); ok {
 			q := r.URL.Query()
-			q.Set("authoritative", strconv.FormatBool(s.b.Leader().Self))
+			q.Set("authoritative", strconv.FormatBool(s.redirectsAuthoritatively()))
 			http.Redirect(w, r, owner.WebURL+r.URL.Path+"?"+q.Encode(), http.StatusTemporaryRedirect)
 			return
 		}

@@ -18,7 +18,8 @@ import (
 // for, and the bundle's owner found (assigned first when nobody owns it,
 // as a lookup would): another broker answers 307 there, with the
 // authoritative flag of the broker redirecting being the leader. The owner
-// splits and answers 204, also when the algorithm found nowhere to split.
+// splits and answers 204, also when the algorithm found nowhere to split
+// (with the modular load manager; the extensible one answers 500).
 func (s *Server) splitBundle(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	unload, _ := strconv.ParseBool(q.Get("unload"))
@@ -67,12 +68,19 @@ func (s *Server) splitBundle(w http.ResponseWriter, r *http.Request) {
 }
 
 // redirectBundle answers 307 to the same request at broker to, with
-// authoritative set when the broker redirecting leads (Pulsar's
-// validateBundleOwnership).
+// authoritative set as Pulsar's validateBundleOwnership sets it
+// (redirectsAuthoritatively).
 func (s *Server) redirectBundle(w http.ResponseWriter, r *http.Request, to broker.BrokerInfo) {
 	q := r.URL.Query()
-	q.Set("authoritative", strconv.FormatBool(s.b.Leader().Self))
+	q.Set("authoritative", strconv.FormatBool(s.redirectsAuthoritatively()))
 	http.Redirect(w, r, to.WebURL+r.URL.Path+"?"+q.Encode(), http.StatusTemporaryRedirect)
+}
+
+// redirectsAuthoritatively is the authoritative flag of this broker's
+// redirects of a bundle's admin calls, Pulsar's isLeaderBroker: whether it
+// leads, always with the extensible load manager.
+func (s *Server) redirectsAuthoritatively() bool {
+	return s.b.LoadManager() == broker.ExtensibleLoadManager || s.b.Leader().Self
 }
 
 // splitError gives a split's refusal Pulsar's status and words.
@@ -84,6 +92,8 @@ func splitError(err error) error {
 		return errStatus(http.StatusPreconditionFailed, err.Error())
 	case errors.Is(err, broker.ErrSplitFailed):
 		return errStatus(http.StatusPreconditionFailed, broker.ErrSplitFailed.Error())
+	case errors.Is(err, broker.ErrSplitNowhere):
+		return unexpected(err.Error(), "java.lang.IllegalStateException: "+err.Error())
 	case errors.Is(err, broker.ErrSplitAlgorithmFailed):
 		msg := broker.ErrSplitAlgorithmFailed.Error()
 		return unexpected(msg, "java.lang.ClassCastException: "+msg)

@@ -61,6 +61,12 @@ var (
 		"class org.apache.pulsar.common.naming.FlowOrQpsEquallyDivideBundleSplitOption " +
 		"(org.apache.pulsar.common.naming.BundleSplitOption and " +
 		"org.apache.pulsar.common.naming.FlowOrQpsEquallyDivideBundleSplitOption are in unnamed module of loader 'app')")
+	// ErrSplitNowhere is a split whose algorithm found nowhere to split
+	// with the extensible load manager, which fails it
+	// (ExtensibleLoadManagerImpl.splitNamespaceBundleAsync: an
+	// IllegalStateException, 500 in the admin API) where the modular one
+	// leaves the bundle as it is and succeeds.
+	ErrSplitNowhere = errors.New("no split boundary found")
 )
 
 // CheckSplitOptions checks a split request's algorithm as Pulsar does
@@ -172,13 +178,14 @@ func (b *Broker) LookupBundle(bd Bundle, authoritative bool) (LookupResult, erro
 // SplitBundle splits bundle bd, which this broker must own (ErrNotOwner
 // otherwise; a lone broker owns everything), as opts says, and returns the
 // new bundles in hash order, all owned by this broker (or free, with
-// Unload and the modular load manager). It returns no bundle and no error
-// when the algorithm finds nowhere to split, as Pulsar does then:
-// topic_count_equally_divide and specified_positions_divide for a bundle
-// holding fewer than two topics, specified_positions_divide for positions
-// all outside the bundle. Its refusals: ErrInvalidSplit (CheckSplitOptions,
-// CheckBundle), ErrNamespaceNotFound, ErrSplitFailed,
-// ErrSplitAlgorithmFailed.
+// Unload and the modular load manager). With the modular load manager it
+// returns no bundle and no error when the algorithm finds nowhere to
+// split, as Pulsar does then (the extensible one fails with
+// ErrSplitNowhere): topic_count_equally_divide and
+// specified_positions_divide for a bundle holding fewer than two topics,
+// specified_positions_divide for positions all outside the bundle. Its
+// refusals: ErrInvalidSplit (CheckSplitOptions, CheckBundle),
+// ErrNamespaceNotFound, ErrSplitFailed, ErrSplitAlgorithmFailed.
 func (b *Broker) SplitBundle(bd Bundle, opts SplitOptions) ([]Bundle, error) {
 	if err := CheckSplitOptions(opts); err != nil {
 		return nil, err
@@ -210,6 +217,9 @@ func (b *Broker) SplitBundle(bd Bundle, opts SplitOptions) ([]Bundle, error) {
 	}
 	if len(cuts) == 0 {
 		b.mu.Unlock()
+		if b.cfg.loadManager == ExtensibleLoadManager {
+			return nil, errorf(ErrSplitNowhere, "Bundle %s not found under namespace", bd)
+		}
 		return nil, nil
 	}
 	children, err := o.SplitBundle(bd, cuts)
@@ -316,3 +326,6 @@ func (c *Cluster) SplitBundle(bd Bundle, opts SplitOptions) ([]Bundle, error) {
 	}
 	return nil, fmt.Errorf("broker: no owner found for bundle %s", bd)
 }
+
+// LoadManager returns the load manager of the broker's cluster.
+func (b *Broker) LoadManager() LoadManager { return b.cfg.loadManager }

@@ -51,7 +51,9 @@ func ranges(bs []broker.Bundle) []string {
 // SplitBundle splits bundle ("0x00000000_0x40000000") of namespace ns at
 // its owner, as `pulsar-admin namespaces split-bundle` does, a bundle
 // nobody owns being assigned first, and returns the new bundles' ranges in
-// hash order (none when the algorithm found nowhere to split). Both halves
+// hash order (none when the algorithm found nowhere to split; the
+// extensible load manager fails the test then, as Pulsar's fails the
+// split). Both halves
 // stay with the owner, and its loaded topics with them, unless SplitUnload.
 // It fails the test for a bundle the namespace does not have or one too
 // narrow to split.

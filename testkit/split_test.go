@@ -195,3 +195,46 @@ func TestALoneBrokerSplitsItsBundles(t *testing.T) {
 	}
 	p.Close()
 }
+
+// With the extensible load manager a split that finds nowhere to split
+// fails (500), and unload=true is ignored: the halves stay with the owner.
+func TestExtensibleSplitFailsWhenNowhereToSplitAndIgnoresUnload(t *testing.T) {
+	c := testkit.StartCluster(t, 2, testkit.WithLoadManager(testkit.ExtensibleLoadManager))
+	const topic = "persistent://public/default/split-extensible"
+	p, err := c.Client().CreateProducer(pulsar.ProducerOptions{Topic: topic}) // assigns the bundle
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	owner := c.Owner(topic)
+	rng := strings.TrimPrefix(c.Bundle(topic), "public/default/")
+	admins := c.AdminURLs()
+	put := func(query string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPut, admins[0]+"/admin/v2/namespaces/public/default/"+rng+"/split"+query, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	status, body := put("?splitAlgorithmName=topic_count_equally_divide")
+	if status != http.StatusInternalServerError ||
+		!strings.Contains(body, `Message: Bundle public/default/`+rng+` not found under namespace`) {
+		t.Errorf("split by topic count of a bundle without topics: %d %s", status, body)
+	}
+	if status, body := put("?unload=true"); status != http.StatusNoContent {
+		t.Fatalf("split with unload: %d %s", status, body)
+	}
+	if slices.Contains(c.Bundles("public/default"), rng) {
+		t.Fatalf("%s is still a bundle: %v", rng, c.Bundles("public/default"))
+	}
+	for _, half := range c.Bundles("public/default") {
+		if strings.HasPrefix(rng, strings.Split(half, "_")[0]) || strings.HasSuffix(rng, strings.Split(half, "_")[1]) {
+			if got := c.Owner(topicInRange(t, "public/default", half, "ext")); got != owner {
+				t.Errorf("half %s of %s owned by %d, want %d (unload ignored)", half, rng, got, owner)
+			}
+		}
+	}
+}
