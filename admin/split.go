@@ -15,7 +15,8 @@ import (
 // splitBundle splits a namespace bundle at its owner, as Pulsar 4.0.8's
 // Namespaces.splitNamespaceBundle: the body (the split boundaries) is read
 // first, then the algorithm is checked, the namespace and the bundle looked
-// for, and the bundle's owner found (assigned first when nobody owns it,
+// for (LARGEST names the one of the most topics), and the bundle's owner
+// found (assigned first when nobody owns it,
 // as a lookup would): another broker answers 307 there, with the
 // authoritative flag of the broker redirecting being the leader. The owner
 // splits and answers 204, also when the algorithm found nowhere to split
@@ -38,8 +39,19 @@ func (s *Server) splitBundle(w http.ResponseWriter, r *http.Request) {
 		err = errStatus(http.StatusNotFound, "Namespace not found")
 	}
 	var bd broker.Bundle
-	if err == nil {
-		bd, err = broker.ParseBundleRange(ns, r.PathValue("bundle"))
+	switch name := r.PathValue("bundle"); {
+	case err != nil:
+	case name == "LARGEST":
+		var ok bool
+		if bd, ok = s.b.LargestBundle(ns); !ok {
+			err = errStatus(http.StatusNotFound, "Bundle range LARGEST not found")
+		}
+	case name == "HOT":
+		// The bundle of the highest throughput, by the load manager's
+		// data, which pulsarsim has none of: as Pulsar without it.
+		err = errStatus(http.StatusNotFound, "Bundle range HOT not found")
+	default:
+		bd, err = broker.ParseBundleRange(ns, name)
 	}
 	if err == nil {
 		err = s.b.CheckBundle(bd)

@@ -208,3 +208,29 @@ func TestSplitByTopicCountCountsTheNamespacesChangeEventsTopic(t *testing.T) {
 		t.Errorf("split by topic count with one topic and __change_events (%x, %x): %s, want a boundary at %s", h, events, list, mid)
 	}
 }
+
+func TestSplitOfLargestTakesTheBundleOfTheMostTopics(t *testing.T) {
+	_, _, base := startAdmin(t)
+	if status, body := call(t, base, "PUT", "/admin/v2/namespaces/public/sp", `{"bundles":{"numBundles":4}}`); status != http.StatusNoContent {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	for _, name := range []string{"LARGEST", "HOT"} {
+		if got := splitAnswer(t, base, "/admin/v2/namespaces/public/sp/"+name+"/split", ""); got != "404 Bundle range "+name+" not found" {
+			t.Errorf("split %s of an empty namespace: %s", name, got)
+		}
+	}
+	// Two topics in the third bundle, and __change_events (0x01438c5f) in
+	// the first.
+	first := topicIn("public/sp", 0x80000000, 0xa0000000)
+	for _, topic := range []string{first, topicIn("public/sp", 0xa0000000, 0xc0000000)} {
+		if status, body := call(t, base, "PUT", "/admin/v2/persistent/"+strings.TrimPrefix(topic, "persistent://"), ""); status != http.StatusNoContent {
+			t.Fatalf("create %s: %d %s", topic, status, body)
+		}
+	}
+	if got := splitAnswer(t, base, "/admin/v2/namespaces/public/sp/LARGEST/split", ""); got != "204 " {
+		t.Fatalf("split LARGEST: %s", got)
+	}
+	if list, _ := bundlesOf(t, base, "public/sp"); list != `{"boundaries":["0x00000000","0x40000000","0x80000000","0xa0000000","0xc0000000","0xffffffff"],"numBundles":5}` {
+		t.Errorf("after the split of the largest: %s", list)
+	}
+}

@@ -279,6 +279,36 @@ func (b *Broker) bundleTopicHashesLocked(bd Bundle) []uint32 {
 	return out
 }
 
+// LargestBundle returns the bundle of namespace ns holding the most
+// persistent topics, as Pulsar's split finds the bundle named LARGEST
+// (NamespaceBundleFactory.getBundleWithHighestTopicsAsync): the topics
+// that exist, partitions as themselves, and the namespace's __change_events
+// once it has a topic (bundleTopicHashesLocked); the first in hash order on
+// a tie. ok is false when the namespace has no persistent topic.
+func (b *Broker) LargestBundle(ns string) (bd Bundle, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	counts := map[Bundle]int{}
+	any := false
+	for _, full := range b.topicNamesLocked() {
+		if tn, err := ParseTopicName(full); err == nil && tn.NamespaceName() == ns {
+			any = true
+			if tn.Persistent {
+				counts[b.owners.Of(ns, tn.String())]++
+			}
+		}
+	}
+	if any {
+		counts[b.owners.Of(ns, "persistent://"+ns+"/__change_events")]++
+	}
+	for _, cand := range b.owners.Bundles(ns) {
+		if n := counts[cand]; n > 0 && (!ok || n > counts[bd]) {
+			bd, ok = cand, true
+		}
+	}
+	return bd, ok
+}
+
 // SetNamespaceBundles gives namespace ns n bundles of equal ranges, or the
 // bundles between boundaries when given (sorted, the first 0, the last
 // 0xffffffff: a namespace created with its policies' `bundles`), and
