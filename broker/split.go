@@ -289,16 +289,16 @@ func (b *Broker) LargestBundle(ns string) (bd Bundle, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	counts := map[Bundle]int{}
-	any := false
+	used := false
 	for _, full := range b.topicNamesLocked() {
 		if tn, err := ParseTopicName(full); err == nil && tn.NamespaceName() == ns {
-			any = true
+			used = true
 			if tn.Persistent {
 				counts[b.owners.Of(ns, tn.String())]++
 			}
 		}
 	}
-	if any {
+	if used {
 		counts[b.owners.Of(ns, "persistent://"+ns+"/__change_events")]++
 	}
 	for _, cand := range b.owners.Bundles(ns) {
