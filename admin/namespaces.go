@@ -53,8 +53,9 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) {
 }
 
 // createNamespace creates a namespace with the policies of its body
-// (namespacecreation.go). A body that does not parse is a 400, a value out
-// of range a 412, and both create nothing.
+// (namespacecreation.go) and its bundles (creationBundles). A body that
+// does not parse is a 400, a value out of range a 412, and both create
+// nothing.
 func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {
 	ns, err := namespaceFromPath(r)
 	var body namespaceCreation
@@ -71,10 +72,16 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		change, err = s.creationChange(body)
 	}
+	var numBundles int
+	var boundaries []uint32
+	if err == nil {
+		numBundles, boundaries, err = creationBundles(body)
+	}
 	if err == nil {
 		err = s.b.CreateNamespace(ns)
 	}
 	if err == nil {
+		s.b.SetNamespaceBundles(ns, numBundles, boundaries)
 		err = s.b.UpdateNamespacePolicies(ns, change)
 		for role, actions := range body.AuthPolicies.NamespaceAuth {
 			err = errors.Join(err, s.b.GrantNamespacePermission(ns, role, actions))
@@ -89,7 +96,7 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {
 }
 
 // getNamespacePolicies answers the namespace's policies document: the
-// cluster, each policy the namespace sets under Pulsar's JSON name, and the
+// cluster, its bundles, each policy the namespace sets under Pulsar's JSON name, and the
 // maps Pulsar always writes (the rates by cluster, the backlog quotas by
 // type), empty when unset.
 func (s *Server) getNamespacePolicies(w http.ResponseWriter, r *http.Request) {
@@ -119,6 +126,7 @@ func (s *Server) getNamespacePolicies(w http.ResponseWriter, r *http.Request) {
 	doc["subscriptionDispatchRate"] = byCluster(dispatchRateValue(pol.SubscriptionDispatchRate))
 	doc["replicatorDispatchRate"] = byCluster(dispatchRateValue(pol.ReplicatorDispatchRate))
 	doc["publishMaxMessageRate"] = byCluster(publishRateEndpoint.value(pol))
+	doc["bundles"] = s.bundlesOf(ns)
 	s.addSchemaPolicies(doc, pol)
 	if pol.AutoTopicCreation != nil {
 		doc["autoTopicCreationOverride"] = autoTopicCreationOut(*pol.AutoTopicCreation)

@@ -79,11 +79,13 @@ func (s *Server) lookupAnswer(w http.ResponseWriter, r *http.Request, topic stri
 }
 
 // routeBundles serves the namespace bundles: their list, the bundle of a
-// topic, and unloads of a bundle or of a whole namespace.
+// topic, unloads of a bundle or of a whole namespace, and bundle splits
+// (split.go).
 func (s *Server) routeBundles() {
 	m := s.mux
 	m.HandleFunc("GET /admin/v2/namespaces/{tenant}/{ns}/bundles", s.namespaceBundles)
 	m.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{ns}/{bundle}/unload", s.unloadBundle)
+	m.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{ns}/{bundle}/split", s.splitBundle)
 	m.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{ns}/unload", s.unloadNamespace)
 }
 
@@ -124,7 +126,7 @@ func (s *Server) namespaceBundles(w http.ResponseWriter, r *http.Request) {
 func (s *Server) unloadBundle(w http.ResponseWriter, r *http.Request) {
 	ns, err := namespaceFromPath(r)
 	if err == nil && !s.b.NamespaceExists(ns) {
-		err = errStatus(http.StatusNotFound, "Namespace does not exist")
+		err = errStatus(http.StatusNotFound, "Namespace not found")
 	}
 	if err != nil {
 		reply(w, nil, err)
@@ -139,7 +141,7 @@ func (s *Server) unloadBundle(w http.ResponseWriter, r *http.Request) {
 	if errors.Is(err, broker.ErrNotOwner) {
 		if owner, ok := s.b.BundleOwner(bd); ok {
 			q := r.URL.Query()
-			q.Set("authoritative", strconv.FormatBool(s.b.Leader().Self))
+			q.Set("authoritative", strconv.FormatBool(s.redirectsAuthoritatively()))
 			http.Redirect(w, r, owner.WebURL+r.URL.Path+"?"+q.Encode(), http.StatusTemporaryRedirect)
 			return
 		}

@@ -83,16 +83,21 @@ func (b *Broker) Lookup(topic string, authoritative bool) (LookupResult, error) 
 	if a.failed {
 		return LookupResult{}, errors.New(a.msg)
 	}
+	return b.lookupResult(a), nil
+}
+
+// lookupResult is a lookup's answer as the exported API tells it.
+func (b *Broker) lookupResult(a lookupAnswer) LookupResult {
 	res := LookupResult{Redirect: !a.connect, Authoritative: a.authoritative, Self: a.self}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	nodes := b.data.Owners.Nodes()
 	if a.self || len(nodes) == 0 {
 		res.Broker = infoOf(b.selfNodeLocked(true), true)
-		return res, nil
+		return res
 	}
 	res.Broker = infoOf(nodes[a.node], a.node == b.node)
-	return res, nil
+	return res
 }
 
 // BundleOf returns the bundle holding topic (name a partition for a

@@ -71,12 +71,16 @@ type lookupAnswer struct {
 func (b *Broker) lookupOwner(tn TopicName, authoritative bool) lookupAnswer {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.lookupBundleLocked(b.data.Owners.Of(tn.NamespaceName(), tn.String()), authoritative, tn.String())
+}
+
+// lookupBundleLocked is lookupOwner for bundle bd, named what in a failure.
+func (b *Broker) lookupBundleLocked(bd Bundle, authoritative bool, what string) lookupAnswer {
 	o := b.data.Owners
 	if !o.Clustered() {
-		return lookupAnswer{connect: true, self: true, authoritative: true}
+		return lookupAnswer{connect: true, self: true, authoritative: true, node: b.node}
 	}
 	now := b.cfg.clock.Now()
-	bd := o.Of(tn.NamespaceName(), tn.String())
 	answer := func(n int, connect, auth bool) lookupAnswer {
 		nd, _ := o.Node(n)
 		return lookupAnswer{connect: connect, self: n == b.node && connect, authoritative: auth, node: n, url: nd.URL, tlsURL: nd.TLSURL}
@@ -94,7 +98,7 @@ func (b *Broker) lookupOwner(tn TopicName, authoritative bool) lookupAnswer {
 		pick = o.Choose(bd)
 	}
 	if nd, ok := o.Node(pick); !ok || !nd.Alive {
-		return lookupAnswer{failed: true, msg: "No broker was available to own " + tn.String()}
+		return lookupAnswer{failed: true, msg: "No broker was available to own " + what}
 	}
 	if pick != b.node && b.cfg.loadManager == ModularLoadManager {
 		return answer(pick, false, true)

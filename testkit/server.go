@@ -1,6 +1,8 @@
 package testkit
 
-import "fmt"
+import (
+	"fmt"
+)
 
 // The broker's own API, as a test sees it. Each method below hands the call
 // to the broker started for the test, and fails the test when the broker
@@ -108,7 +110,8 @@ func (b *Broker) DeleteTenant(tenant string) {
 // Tenants lists the tenants.
 func (b *Broker) Tenants() []string { return b.srv.Tenants() }
 
-// CreateNamespace creates a namespace "tenant/ns".
+// CreateNamespace creates a namespace "tenant/ns", with the default
+// number of bundles.
 func (b *Broker) CreateNamespace(ns string) {
 	b.tb.Helper()
 	b.must(b.srv.CreateNamespace(ns), "create namespace %s", ns)
