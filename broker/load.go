@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pulsarsim/pulsarsim/bundles"
+	"github.com/pulsarsim/pulsarsim/txn"
 )
 
 // A persistent topic lives in two places, as in Pulsar: its ledger in the
@@ -19,9 +20,10 @@ import (
 //     redelivery counters (Pulsar keeps them in the dispatcher's memory);
 //   - non-durable subscriptions (readers) are gone, as Pulsar's non-durable
 //     cursors are; their clients subscribe again at the position they hold;
-//   - the subscriptions' properties, the producers' last sequence ids, the
-//     exclusive producers' epoch, the termination, the compacted view and
-//     the transaction buffer are kept;
+//   - the subscriptions' properties and the acknowledgements transactions
+//     hold on them (Pulsar's pending-ack store), the producers' last
+//     sequence ids, the exclusive producers' epoch, the termination, the
+//     compacted view and the transaction buffer are kept;
 //   - pending acknowledgements, replay queues, the delayed-delivery index
 //     and the rate limiters start empty.
 // A non-persistent topic has no ledger: releasing it loses it, messages and
@@ -76,6 +78,7 @@ func (b *Broker) loadLedgerLocked(t *Topic) bool {
 		s.cursorLedger = d.CursorLedger
 		s.fromFirst = d.FromFirst
 		s.properties = d.Properties
+		s.pending = d.Pending
 		s.settledAtStart = t.log.Base
 	}
 	return true
@@ -132,8 +135,14 @@ func (t *Topic) releaseLocked(tell bool, dst *bundles.Node) *ledger {
 		if !tell && s.persisted != nil {
 			cur = s.persisted
 		}
+		// Transactional acknowledgements are written to the pending-ack
+		// store as they come, so a crash keeps them too.
+		var pending *txn.PendingAcks
+		if s.pending != nil && !s.pending.Empty() {
+			pending = s.pending.Clone()
+		}
 		l.Subs[name] = durableSub{Cursor: cur, Created: s.created, CursorLedger: s.cursorLedger, FromFirst: s.fromFirst,
-			Properties: s.properties}
+			Properties: s.properties, Pending: pending}
 	}
 	t.log = &entryLog{}
 	t.subs = map[string]*Subscription{}

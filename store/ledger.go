@@ -43,4 +43,7 @@ type DurableSub struct {
 	CursorLedger uint64
 	FromFirst    bool
 	Properties   map[string]string // the subscription's properties, kept with its cursor
+	// Pending are the acknowledgements transactions hold on the
+	// subscription, as Pulsar's pending-ack store keeps them; nil for none.
+	Pending *txn.PendingAcks
 }

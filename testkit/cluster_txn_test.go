@@ -212,3 +212,77 @@ func TestATopicUnloadNamesWhyItsBrokerGaveItUp(t *testing.T) {
 		}
 	}
 }
+
+// An acknowledgement held in a transaction survives its topic's move, as
+// Pulsar's pending-ack store keeps it: the new owner does not deliver the
+// held message again, the commit acknowledges it there; and one held by a
+// transaction aborted after the move comes back.
+func TestATransactionalAckHoldsAcrossAMove(t *testing.T) {
+	c := testkit.StartCluster(t, 2, testkit.WithTransactions())
+	ctx := txnCtx(t)
+	const topic = "persistent://public/default/txn-ack-moved"
+	client := c.Client(func(o *pulsar.ClientOptions) { o.EnableTransaction = true })
+	cons, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	c.Move(topic, 0)
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, payload := range []string{"committed", "aborted"} {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(payload)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit, err := client.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	abort, err := client.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, txn := range []pulsar.Transaction{commit, abort} {
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cons.AckWithTxn(m, txn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Move(topic, 1)
+	// The consumer reconnects to broker 1, which holds both messages for
+	// their transactions: a message sent now is the next one it gets.
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("after the move")}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := cons.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(m.Payload()) != "after the move" {
+		t.Fatalf("after the move got %q, a message its transaction holds", m.Payload())
+	}
+	cons.Ack(m)
+	if err := commit.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := abort.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	back, err := cons.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(back.Payload()) != "aborted" || back.RedeliveryCount() != 1 {
+		t.Fatalf("after the abort got %q with count %d, want the aborted transaction's message with count 1",
+			back.Payload(), back.RedeliveryCount())
+	}
+	cons.Ack(back)
+	c.Broker(1).WaitBacklog(ctx, topic, "s", 0)
+}

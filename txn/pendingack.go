@@ -2,6 +2,7 @@ package txn
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -378,5 +379,39 @@ func sortedEntries(m map[int64]*heldEntry) []int64 {
 		out = append(out, e)
 	}
 	slices.Sort(out)
+	return out
+}
+
+// Clone returns a copy of p that shares nothing with it: what a
+// subscription's pending acknowledgements store keeps when its topic is
+// unloaded, for the next broker to load.
+func (p *PendingAcks) Clone() *PendingAcks {
+	out := &PendingAcks{prefix: p.prefix, ledger: p.ledger, txns: slices.Clone(p.txns),
+		byTxn: make(map[ID]map[int64]*heldEntry, len(p.byTxn)), entries: make(map[int64]*heldEntry, len(p.entries)),
+		lwm: maps.Clone(p.lwm)}
+	copies := map[*heldEntry]*heldEntry{}
+	clone := func(h *heldEntry) *heldEntry {
+		if c, ok := copies[h]; ok {
+			return c
+		}
+		c := &heldEntry{ackSet: slices.Clone(h.ackSet), batchSize: h.batchSize}
+		copies[h] = c
+		return c
+	}
+	for e, h := range p.entries {
+		out.entries[e] = clone(h)
+	}
+	for id, held := range p.byTxn {
+		m := make(map[int64]*heldEntry, len(held))
+		for e, h := range held {
+			m[e] = clone(h)
+		}
+		out.byTxn[id] = m
+	}
+	if p.cum != nil {
+		c := *p.cum
+		c.pos.AckSet = slices.Clone(c.pos.AckSet)
+		out.cum = &c
+	}
 	return out
 }

@@ -216,3 +216,26 @@ func mine(holder map[int64]ID, id ID) []int64 {
 	slices.Sort(out)
 	return out
 }
+
+// A clone holds what the original held, and the two go on apart: what the
+// original commits the clone still holds, and the other way round.
+func TestAClonedPendingAckStoreGoesOnApart(t *testing.T) {
+	p := NewPendingAcks("t", "s", 1)
+	cur := newFakeCursor()
+	p.AckIndividual(ID{0, 1}, []Ack{{Entry: 4}, {Entry: 6, AckSet: []int64{0b10}, BatchSize: 2}}, cur)
+	c := p.Clone()
+	p.Commit(ID{0, 1})
+	p.Forget(4, -1)
+	if _, held := p.Held(4); held {
+		t.Fatal("the original still holds 4 after its commit")
+	}
+	if free, held := c.Held(4); !held || free != nil {
+		t.Fatalf("the clone's Held(4) = %v %v, want held whole", free, held)
+	}
+	if free, held := c.Held(6); !held || !slices.Equal(free, []int64{0b10}) {
+		t.Fatalf("the clone's Held(6) = %b %v", free, held)
+	}
+	if out := c.Abort(ID{0, 1}); !out.Ended {
+		t.Fatalf("the clone's abort: %+v", out)
+	}
+}
