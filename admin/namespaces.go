@@ -120,6 +120,7 @@ func (s *Server) getNamespacePolicies(w http.ResponseWriter, r *http.Request) {
 	doc["replicatorDispatchRate"] = byCluster(dispatchRateValue(pol.ReplicatorDispatchRate))
 	doc["publishMaxMessageRate"] = byCluster(publishRateEndpoint.value(pol))
 	s.addSchemaPolicies(doc, pol)
+	s.namespaceDocExtras(doc, ns, pol)
 	if pol.AutoTopicCreation != nil {
 		doc["autoTopicCreationOverride"] = autoTopicCreationOut(*pol.AutoTopicCreation)
 	}
