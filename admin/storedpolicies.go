@@ -94,11 +94,10 @@ var offloadPoliciesEndpoint = policyEndpoint{
 		if body == nil {
 			return nil, late(errStatus(http.StatusPreconditionFailed, "The offloadPolicies must be specified for namespace offload."))
 		}
-		var j offloadPoliciesJSON
-		if err := decodeBody(body, &j); err != nil {
+		o, err := decodeOffloadPolicies(body)
+		if err != nil {
 			return nil, err
 		}
-		o := j.policies()
 		return func(p *broker.Policies) { p.Offload = &o }, nil
 	},
 	check: func(own, _ broker.Policies, _ bool) error {
@@ -276,65 +275,124 @@ var inactiveTopicPoliciesEndpoint = policyEndpoint{
 	topicUnset: http.StatusOK, applied: true,
 }
 
-// offloadPoliciesJSON is what an offloadPolicies body sets.
-type offloadPoliciesJSON struct {
-	Driver            string   `json:"managedLedgerOffloadDriver"`
-	Bucket            string   `json:"managedLedgerOffloadBucket"`
-	Region            string   `json:"managedLedgerOffloadRegion"`
-	ServiceEndpoint   string   `json:"managedLedgerOffloadServiceEndpoint"`
-	ThresholdBytes    *flexInt `json:"managedLedgerOffloadThresholdInBytes"`
-	ThresholdSeconds  *flexInt `json:"managedLedgerOffloadThresholdInSeconds"`
-	DeletionLagMillis *flexInt `json:"managedLedgerOffloadDeletionLagInMillis"`
-	MaxBlockSize      *flexInt `json:"managedLedgerOffloadMaxBlockSizeInBytes"`
-	ReadBufferSize    *flexInt `json:"managedLedgerOffloadReadBufferSizeInBytes"`
-	ReadPriority      string   `json:"managedLedgerOffloadedReadPriority"`
+// offloadFields are the fields of Pulsar's OffloadPoliciesImpl beyond
+// the driver and the thresholds, and whether each is a number (else a
+// string, or for managedLedgerExtraConfigurations an object).
+var offloadFields = map[string]bool{
+	"offloadersDirectory": false, "managedLedgerOffloadMaxThreads": true, "managedLedgerOffloadReadThreads": true,
+	"managedLedgerOffloadPrefetchRounds": true, "managedLedgerOffloadedReadPriority": false,
+	"managedLedgerExtraConfigurations": false,
+	"s3ManagedLedgerOffloadRegion":     false, "s3ManagedLedgerOffloadBucket": false,
+	"s3ManagedLedgerOffloadServiceEndpoint": false, "s3ManagedLedgerOffloadMaxBlockSizeInBytes": true,
+	"s3ManagedLedgerOffloadReadBufferSizeInBytes": true, "s3ManagedLedgerOffloadCredentialId": false,
+	"s3ManagedLedgerOffloadCredentialSecret": false, "s3ManagedLedgerOffloadRole": false,
+	"s3ManagedLedgerOffloadRoleSessionName": false, "gcsManagedLedgerOffloadRegion": false,
+	"gcsManagedLedgerOffloadBucket": false, "gcsManagedLedgerOffloadMaxBlockSizeInBytes": true,
+	"gcsManagedLedgerOffloadReadBufferSizeInBytes": true, "gcsManagedLedgerOffloadServiceAccountKeyFile": false,
+	"fileSystemProfilePath": false, "fileSystemURI": false, "managedLedgerOffloadBucket": false,
+	"managedLedgerOffloadRegion": false, "managedLedgerOffloadServiceEndpoint": false,
+	"managedLedgerOffloadMaxBlockSizeInBytes": true, "managedLedgerOffloadReadBufferSizeInBytes": true,
 }
 
-func (j offloadPoliciesJSON) policies() model.OffloadPolicies {
-	n := func(v *flexInt) *int64 {
-		if v == nil {
-			return nil
-		}
-		x := int64(*v)
-		return &x
+// offloadDefaults are the fields Pulsar writes for an offload policy that
+// does not set them.
+var offloadDefaults = map[string]any{
+	"offloadersDirectory": "./offloaders", "managedLedgerOffloadMaxThreads": 2,
+	"managedLedgerOffloadReadThreads": 2, "managedLedgerOffloadPrefetchRounds": 1,
+	"managedLedgerExtraConfigurations":             map[string]string{},
+	"s3ManagedLedgerOffloadMaxBlockSizeInBytes":    67108864,
+	"s3ManagedLedgerOffloadReadBufferSizeInBytes":  1048576,
+	"s3ManagedLedgerOffloadRoleSessionName":        "pulsar-s3-offload",
+	"gcsManagedLedgerOffloadMaxBlockSizeInBytes":   134217728,
+	"gcsManagedLedgerOffloadReadBufferSizeInBytes": 1048576,
+}
+
+// decodeOffloadPolicies reads an offloadPolicies body: the driver, the
+// thresholds, and the other fields Pulsar knows (unknown ones are ignored,
+// a null is unset, a number that does not parse is a 400).
+func decodeOffloadPolicies(body []byte) (model.OffloadPolicies, error) {
+	var fields map[string]json.RawMessage
+	if err := decodeBody(body, &fields); err != nil {
+		return model.OffloadPolicies{}, err
 	}
-	return model.OffloadPolicies{Driver: j.Driver, Bucket: j.Bucket, Region: j.Region, ServiceEndpoint: j.ServiceEndpoint,
-		ThresholdBytes: n(j.ThresholdBytes), ThresholdSeconds: n(j.ThresholdSeconds), DeletionLagMillis: n(j.DeletionLagMillis),
-		MaxBlockSizeBytes: n(j.MaxBlockSize), ReadBufferSizeBytes: n(j.ReadBufferSize), ReadPriority: j.ReadPriority}
+	var o model.OffloadPolicies
+	num := func(raw json.RawMessage) (*int64, error) {
+		var n *flexInt
+		if err := decodeBody(raw, &n); err != nil || n == nil {
+			return nil, err
+		}
+		v := int64(*n)
+		return &v, nil
+	}
+	for name, raw := range fields {
+		if string(raw) == "null" {
+			continue
+		}
+		var err error
+		switch isNum, known := offloadFields[name]; {
+		case name == "managedLedgerOffloadDriver":
+			err = decodeBody(raw, &o.Driver)
+		case name == "managedLedgerOffloadThresholdInBytes":
+			o.ThresholdBytes, err = num(raw)
+		case name == "managedLedgerOffloadThresholdInSeconds":
+			o.ThresholdSeconds, err = num(raw)
+		case name == "managedLedgerOffloadDeletionLagInMillis":
+			o.DeletionLagMillis, err = num(raw)
+		case !known:
+		case name == "managedLedgerOffloadedReadPriority":
+			// An enum: a name Pulsar does not know is null.
+			var v string
+			if err = decodeBody(raw, &v); err == nil && (v == "BOOKKEEPER_FIRST" || v == "TIERED_STORAGE_FIRST") {
+				o.Settings = settingsWith(o.Settings, name, string(raw))
+			}
+		case isNum:
+			var v *int64
+			if v, err = num(raw); err == nil && v != nil {
+				o.Settings = settingsWith(o.Settings, name, strconv.FormatInt(*v, 10))
+			}
+		default:
+			o.Settings = settingsWith(o.Settings, name, string(raw))
+		}
+		if err != nil {
+			return model.OffloadPolicies{}, err
+		}
+	}
+	return o, nil
+}
+
+// settingsWith returns m (made if nil) with name set to v.
+func settingsWith(m map[string]string, name, v string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[name] = v
+	return m
 }
 
 // offloadPoliciesOut writes an offload policy as Pulsar does: its defaults,
 // the fields set, and which kind of driver it names.
 func offloadPoliciesOut(o model.OffloadPolicies) map[string]any {
-	out := map[string]any{
-		"offloadersDirectory": "./offloaders", "managedLedgerOffloadMaxThreads": 2,
-		"managedLedgerOffloadReadThreads": 2, "managedLedgerOffloadPrefetchRounds": 1,
-		"managedLedgerExtraConfigurations":             map[string]string{},
-		"s3ManagedLedgerOffloadMaxBlockSizeInBytes":    67108864,
-		"s3ManagedLedgerOffloadReadBufferSizeInBytes":  1048576,
-		"s3ManagedLedgerOffloadRoleSessionName":        "pulsar-s3-offload",
-		"gcsManagedLedgerOffloadMaxBlockSizeInBytes":   134217728,
-		"gcsManagedLedgerOffloadReadBufferSizeInBytes": 1048576,
-		"s3Driver":         strings.EqualFold(o.Driver, "S3") || strings.EqualFold(o.Driver, "aws-s3"),
-		"gcsDriver":        strings.EqualFold(o.Driver, "google-cloud-storage"),
-		"fileSystemDriver": strings.EqualFold(o.Driver, "filesystem"),
+	out := map[string]any{}
+	for k, v := range offloadDefaults {
+		out[k] = v
 	}
-	for k, v := range map[string]string{"managedLedgerOffloadDriver": o.Driver, "managedLedgerOffloadBucket": o.Bucket,
-		"managedLedgerOffloadRegion": o.Region, "managedLedgerOffloadServiceEndpoint": o.ServiceEndpoint,
-		"managedLedgerOffloadedReadPriority": o.ReadPriority} {
-		if v != "" {
-			out[k] = v
-		}
+	for k, v := range o.Settings {
+		out[k] = json.RawMessage(v)
+	}
+	if o.Driver != "" {
+		out["managedLedgerOffloadDriver"] = o.Driver
 	}
 	for k, v := range map[string]*int64{"managedLedgerOffloadThresholdInBytes": o.ThresholdBytes,
-		"managedLedgerOffloadThresholdInSeconds":    o.ThresholdSeconds,
-		"managedLedgerOffloadDeletionLagInMillis":   o.DeletionLagMillis,
-		"managedLedgerOffloadMaxBlockSizeInBytes":   o.MaxBlockSizeBytes,
-		"managedLedgerOffloadReadBufferSizeInBytes": o.ReadBufferSizeBytes} {
+		"managedLedgerOffloadThresholdInSeconds":  o.ThresholdSeconds,
+		"managedLedgerOffloadDeletionLagInMillis": o.DeletionLagMillis} {
 		if v != nil {
 			out[k] = *v
 		}
 	}
+	out["s3Driver"] = strings.EqualFold(o.Driver, "S3") || strings.EqualFold(o.Driver, "aws-s3")
+	// (Pulsar's driver kinds ignore case, as its check does.)
+	out["gcsDriver"] = strings.EqualFold(o.Driver, "google-cloud-storage")
+	out["fileSystemDriver"] = strings.EqualFold(o.Driver, "filesystem")
 	return out
 }
 

@@ -1,6 +1,9 @@
 package model
 
-import "reflect"
+import (
+	"reflect"
+	"strings"
+)
 
 // Policies are the settings Pulsar keeps per namespace and per topic: limits,
 // rates, quotas, retention, TTL and the like. Every field is a pointer: nil
@@ -166,15 +169,12 @@ type Policies struct {
 }
 
 // OffloadPolicies is a tiered-storage offload policy (Pulsar's
-// OffloadPoliciesImpl), the fields an operator sets; nil pointers are
-// unset (Pulsar writes no value for them).
+// OffloadPoliciesImpl); nil pointers are unset (Pulsar writes no value for
+// them).
 type OffloadPolicies struct {
 	// Driver is managedLedgerOffloadDriver (aws-s3, google-cloud-storage,
 	// filesystem, azureblob, aliyun-oss, S3).
 	Driver string
-	// Bucket, Region and ServiceEndpoint are managedLedgerOffloadBucket,
-	// managedLedgerOffloadRegion and managedLedgerOffloadServiceEndpoint.
-	Bucket, Region, ServiceEndpoint string
 	// ThresholdBytes is managedLedgerOffloadThresholdInBytes (the
 	// namespace's offloadThreshold).
 	ThresholdBytes *int64
@@ -184,26 +184,40 @@ type OffloadPolicies struct {
 	// DeletionLagMillis is managedLedgerOffloadDeletionLagInMillis
 	// (offloadDeletionLagMs).
 	DeletionLagMillis *int64
-	// MaxBlockSizeBytes and ReadBufferSizeBytes are
-	// managedLedgerOffloadMaxBlockSizeInBytes and
-	// managedLedgerOffloadReadBufferSizeInBytes.
-	MaxBlockSizeBytes, ReadBufferSizeBytes *int64
-	// ReadPriority is managedLedgerOffloadedReadPriority.
-	ReadPriority string
+	// Settings are the policy's other fields that were set (the bucket,
+	// region and endpoint, a driver's own settings and credentials, thread
+	// counts, block sizes...), by Pulsar's field name, each as its JSON
+	// text. Replaced whole, never changed in place.
+	Settings map[string]string
 }
 
 // OffloadDrivers are the offload drivers Pulsar 4.0 knows.
 var OffloadDrivers = []string{"S3", "aws-s3", "google-cloud-storage", "filesystem", "azureblob", "aliyun-oss"}
 
-// Validate checks the driver as Pulsar does when a whole policy is set (a
-// namespace's offload threshold alone makes a policy without a driver).
+// Validate checks the driver and the bucket as Pulsar does when a whole
+// policy is set (a namespace's offload threshold alone makes a policy
+// without a driver): a driver Pulsar knows, in any case, and for all but
+// filesystem a bucket (the common one, or the driver's own for S3 and
+// GCS).
 func (o OffloadPolicies) Validate() error {
+	known := false
 	for _, d := range OffloadDrivers {
-		if o.Driver == d {
-			return nil
-		}
+		known = known || strings.EqualFold(o.Driver, d)
 	}
-	return Errorf(ErrInvalidPolicy, "The driver is not supported, support value: S3,aws-s3,google-cloud-storage,filesystem,azureblob,aliyun-oss")
+	if !known {
+		return Errorf(ErrInvalidPolicy, "The driver is not supported, support value: %s", strings.Join(OffloadDrivers, ","))
+	}
+	set := func(name string) bool {
+		v, ok := o.Settings[name]
+		return ok && strings.Trim(strings.TrimSpace(v), `"`) != ""
+	}
+	switch {
+	case strings.EqualFold(o.Driver, "filesystem"), set("managedLedgerOffloadBucket"),
+		(strings.EqualFold(o.Driver, "S3") || strings.EqualFold(o.Driver, "aws-s3")) && set("s3ManagedLedgerOffloadBucket"),
+		strings.EqualFold(o.Driver, "google-cloud-storage") && set("gcsManagedLedgerOffloadBucket"):
+		return nil
+	}
+	return Errorf(ErrInvalidPolicy, "The bucket must be specified for namespace offload.")
 }
 
 // Persistence is a persistence policy (Pulsar's PersistencePolicies).

@@ -1,12 +1,21 @@
 package scenarios_test
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsar/crypto"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pulsarsim/pulsarsim/scenarios"
@@ -48,6 +57,14 @@ func storedPolicyScript() []adminStep {
 		add(get(lvl+"offloadPolicies"), adminStep{"POST", lvl + "offloadPolicies", s3}, get(lvl+"offloadPolicies"),
 			adminStep{"POST", lvl + "offloadPolicies", "{}"}, adminStep{"POST", lvl + "offloadPolicies", ""},
 			adminStep{"POST", lvl + "offloadPolicies", "x"},
+			adminStep{"POST", lvl + "offloadPolicies", `{"managedLedgerOffloadDriver":"aws-s3","s3ManagedLedgerOffloadBucket":"b",` +
+				`"managedLedgerOffloadMaxThreads":4,"managedLedgerExtraConfigurations":{"k":"v"},"managedLedgerOffloadedReadPriority":"bookkeeper-first"}`},
+			get(lvl+"offloadPolicies"), adminStep{"POST", lvl + "offloadPolicies", `{"managedLedgerOffloadMaxThreads":"x"}`},
+			adminStep{"POST", lvl + "offloadPolicies", `{"managedLedgerOffloadDriver":"aws-s3"}`},
+			adminStep{"POST", lvl + "offloadPolicies", `{"managedLedgerOffloadDriver":"google-cloud-storage","s3ManagedLedgerOffloadBucket":"b"}`},
+			adminStep{"POST", lvl + "offloadPolicies", `{"managedLedgerOffloadDriver":"AWS-S3","managedLedgerOffloadBucket":"b","managedLedgerOffloadedReadPriority":"BOOKKEEPER_FIRST"}`},
+			get(lvl+"offloadPolicies"),
+			adminStep{"POST", lvl + "offloadPolicies", `{"managedLedgerOffloadDriver":"aliyun-oss","managedLedgerOffloadBucket":""}`},
 			adminStep{"POST", lvl + "offloadPolicies", `{"managedLedgerOffloadDriver":"filesystem","managedLedgerOffloadThresholdInBytes":"10"}`},
 			get(lvl+"offloadPolicies"), get(lvl+"offloadPolicies?applied=true"))
 	}
@@ -259,4 +276,71 @@ func internalInfoMask(v any, key string) any {
 		}
 	}
 	return v
+}
+
+// encryptionRequiredStory sets encryptionRequired on a namespace of its own
+// and notes what pulsar-client-go producers get: one without encryption,
+// one with an RSA key (pulsar-client-go v0.19.0 does not tell the broker it
+// encrypts, so a broker that requires encryption refuses it too), then one
+// without encryption once the policy is off.
+func encryptionRequiredStory(t *testing.T, tg *scenarios.Target, admin string) []string {
+	ns := "public/" + strings.TrimPrefix(tg.Topic("enc"), "persistent://public/default/")
+	topic := "persistent://" + ns + "/t"
+	steps := runAdminStepsReasons(t, admin, ns, []adminStep{
+		{"PUT", "/admin/v2/namespaces/{ns}", ""},
+		{"POST", "/admin/v2/namespaces/{ns}/encryptionRequired", "true"},
+	}, true)
+	dir := t.TempDir()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubPath, privPath := filepath.Join(dir, "pub.pem"), filepath.Join(dir, "priv.pem")
+	if err := os.WriteFile(pubPath, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(privPath, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY",
+		Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	client := tg.Client()
+	produce := func(what string, opts pulsar.ProducerOptions) {
+		opts.Topic, opts.SendTimeout = topic, 5*time.Second
+		p, err := client.CreateProducer(opts)
+		if err != nil {
+			steps = append(steps, what+": "+strings.ReplaceAll(serverError(err), ns, "{ns}"))
+			return
+		}
+		defer p.Close()
+		_, err = p.Send(scenarios.Ctx(t), &pulsar.ProducerMessage{Payload: []byte("m")})
+		steps = append(steps, fmt.Sprintf("%s: created, send error %v", what, err))
+	}
+	produce("without encryption", pulsar.ProducerOptions{})
+	produce("with an RSA key", pulsar.ProducerOptions{Encryption: &pulsar.ProducerEncryptionInfo{
+		KeyReader: crypto.NewFileKeyReader(pubPath, privPath), Keys: []string{"k"}}})
+	steps = append(steps, runAdminStepsReasons(t, admin, ns, []adminStep{
+		{"POST", "/admin/v2/namespaces/{ns}/encryptionRequired", "false"},
+	}, true)...)
+	produce("without encryption, the policy off", pulsar.ProducerOptions{})
+	return steps
+}
+
+// serverError is the server's part of a pulsar-client-go error: its code
+// and message, without the client's wording around them.
+func serverError(err error) string {
+	s := err.Error()
+	if i := strings.Index(s, "server error: "); i >= 0 {
+		return s[i+len("server error: "):]
+	}
+	return s
+}
+
+// TestDifferentialEncryptionRequired compares, through pulsar-client-go,
+// what producers get on a namespace that requires encryption.
+func TestDifferentialEncryptionRequired(t *testing.T) {
+	sameStoryOnBoth(t, encryptionRequiredStory)
 }

@@ -1,11 +1,16 @@
 package broker
 
+// The namespace policies that gate a client's PRODUCER and SUBSCRIBE
+// beyond its permissions: encryptionRequired, the subscription permissions
+// and the subscription auth mode.
+
 import (
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/pulsarsim/pulsarsim/model"
+	"github.com/pulsarsim/pulsarsim/protocol"
 	pb "github.com/pulsarsim/pulsarsim/protocol/pb"
 )
 
@@ -38,4 +43,16 @@ func (c *conn) subscriptionAuthRefusal(tn TopicName, sub string) *refusal {
 			"like %s-xxxx for topic: %s", role, tn)}
 	}
 	return nil
+}
+
+// encryptionRefusalLocked applies a namespace's encryptionRequired to a
+// PRODUCER, as Pulsar does once it has the topic: a producer that does not
+// say it encrypts is refused with MetadataError, except on system topics.
+func (t *Topic) encryptionRefusalLocked(p *pb.CommandProducer) *pb.BaseCommand {
+	req := t.policiesLocked().EncryptionRequired
+	if req == nil || !*req || p.GetEncrypted() || t.name.NamespaceName() == systemNamespace ||
+		strings.HasPrefix(t.name.Local, "__") {
+		return nil
+	}
+	return protocol.ErrorCommand(p.GetRequestId(), pb.ServerError_MetadataError, "Encryption is required in "+t.name.String())
 }
