@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -343,4 +344,22 @@ func serverError(err error) string {
 // what producers get on a namespace that requires encryption.
 func TestDifferentialEncryptionRequired(t *testing.T) {
 	sameStoryOnBoth(t, encryptionRequiredStory)
+}
+
+// TestEncryptionRequiredRefusesProducersThatDoNotSayTheyEncrypt runs the
+// comparison's story on pulsarsim alone (it needs no oracle): a producer
+// without encryption is refused while the policy is on, and created once it
+// is off.
+func TestEncryptionRequiredRefusesProducersThatDoNotSayTheyEncrypt(t *testing.T) {
+	sim := scenarios.SimTarget(t)
+	got := encryptionRequiredStory(t, sim, sim.Sim.AdminURL())
+	want := []string{
+		"without encryption: MetadataError: Encryption is required in persistent://{ns}/t",
+		"without encryption, the policy off: created, send error <nil>",
+	}
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Fatalf("no %q in:\n%s", w, strings.Join(got, "\n"))
+		}
+	}
 }
