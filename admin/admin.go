@@ -10,6 +10,7 @@ package admin
 
 import (
 	"net/http"
+	"sync"
 
 	"github.com/pulsarsim/pulsarsim/broker"
 )
@@ -26,6 +27,12 @@ type Server struct {
 	// served are the partitions the REST producer has looked up
 	// (restproducer.go).
 	served restServed
+	// localMu guards antiAffinity, the namespaces' anti-affinity groups
+	// (nspolicies.go), and offloaded, the topics asked to offload
+	// (offload.go).
+	localMu      sync.Mutex
+	antiAffinity map[string]string
+	offloaded    map[string]bool
 }
 
 // Option configures a Server.
@@ -44,6 +51,8 @@ func New(b *broker.Broker, opts ...Option) *Server {
 	s.routeTopics()
 	s.routeCursors()
 	s.routePolicies()
+	s.routeNamespaceExtras()
+	s.routeTopicOffload()
 	s.routeCompaction()
 	s.routeSchemas()
 	s.routeSchemaPolicies()

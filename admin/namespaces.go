@@ -128,6 +128,7 @@ func (s *Server) getNamespacePolicies(w http.ResponseWriter, r *http.Request) {
 	doc["publishMaxMessageRate"] = byCluster(publishRateEndpoint.value(pol))
 	doc["bundles"] = s.bundlesOf(ns)
 	s.addSchemaPolicies(doc, pol)
+	s.namespaceDocExtras(doc, ns, pol)
 	if pol.AutoTopicCreation != nil {
 		doc["autoTopicCreationOverride"] = autoTopicCreationOut(*pol.AutoTopicCreation)
 	}

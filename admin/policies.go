@@ -33,7 +33,17 @@ const (
 	emptyRefused emptyBody = iota // 400 "The request entity cannot be empty."
 	emptyRemoves                  // removes the policy
 	emptyIgnored                  // changes nothing
+	emptyDecoded                  // goes to decode, which answers it
 )
+
+// lateRefusal is a refusal of a body that Pulsar reports after it found
+// the topic (at namespace level, at once): decode returns it.
+type lateRefusal struct{ err error }
+
+func (l *lateRefusal) Error() string { return l.err.Error() }
+
+// late marks err as a lateRefusal.
+func late(err error) error { return &lateRefusal{err} }
 
 // policyCheck checks a policy set at namespace level (topicLevel false) or
 // topic level: own are the policies of that level after the change, ns the
@@ -68,6 +78,17 @@ type policyEndpoint struct {
 	// nsMethod is the method that sets the namespace-level policy: POST
 	// when empty (Pulsar sets a few with PUT).
 	nsMethod string
+	// nsSetStatus is the status of a namespace-level set that succeeds
+	// (0: 204, no body).
+	nsSetStatus int
+	// nsNoDelete marks a policy Pulsar does not remove at namespace level
+	// (there, DELETE names a bundle).
+	nsNoDelete bool
+	// unset, when set, is what a GET of an unset policy answers at
+	// namespace level instead of an empty body (Pulsar's own default);
+	// nsUnset is the status of that empty body (0: 200).
+	unset   func() any
+	nsUnset int
 	// nsMissing, when set, is the reason of the 404 that setting or
 	// removing the policy of a missing namespace answers, where Pulsar's
 	// words are not "Namespace does not exist" (namespaceMissing).
@@ -81,6 +102,10 @@ var (
 	noPolicies = new("Namespace policies does not exist")
 	noReason   = new("")
 )
+
+// missingNamespace rewords err, when it reports a missing namespace, with
+// p's reason for it.
+func (p policyEndpoint) missingNamespace(err error) error { return namespaceMissing(err, p.nsMissing) }
 
 // namespaceMissing words a missing namespace as Pulsar does for a policy
 // whose missing-namespace reason is reason (nil: the broker's own).
@@ -379,7 +404,12 @@ func (s *Server) routePolicies() {
 			method = "POST"
 		}
 		s.mux.HandleFunc(method+" "+ns, s.setNamespacePolicy(p))
-		s.mux.HandleFunc("DELETE "+ns, s.removeNamespacePolicy(p))
+		if !p.nsNoDelete {
+			s.mux.HandleFunc("DELETE "+ns, s.removeNamespacePolicy(p))
+		}
+		if p.topicPath == "" {
+			continue // a namespace policy only
+		}
 		s.mux.HandleFunc("GET "+topic, s.getTopicPolicy(p))
 		s.mux.HandleFunc("POST "+topic, s.setTopicPolicy(p))
 		s.mux.HandleFunc("DELETE "+topic, s.removeTopicPolicy(p))
@@ -424,6 +454,8 @@ func readChange(r *http.Request, p policyEndpoint, empty emptyBody, topicLevel b
 			return p.remove, nil
 		case emptyIgnored:
 			return nil, nil
+		case emptyDecoded:
+			return p.decode(nil)
 		}
 		return nil, errStatus(http.StatusBadRequest, "The request entity cannot be empty.")
 	}
@@ -458,7 +490,15 @@ func (s *Server) getNamespacePolicy(p policyEndpoint) http.HandlerFunc {
 			reply(w, nil, err)
 			return
 		}
-		answerPolicy(w, p, pol, http.StatusOK)
+		if _, set := p.value(pol); !set && p.unset != nil {
+			reply(w, p.unset(), nil)
+			return
+		}
+		unset := http.StatusOK
+		if p.nsUnset != 0 {
+			unset = p.nsUnset
+		}
+		answerPolicy(w, p, pol, unset)
 	}
 }
 
@@ -470,6 +510,10 @@ func (s *Server) setNamespacePolicy(p policyEndpoint) http.HandlerFunc {
 		var change func(*broker.Policies)
 		if err == nil {
 			change, err = readChange(r, p, p.nsEmpty, false)
+		}
+		var lr *lateRefusal
+		if errors.As(err, &lr) {
+			err = lr.err
 		}
 		if err == nil && change != nil && p.check != nil {
 			// Values alone first: refused before the namespace is looked up.
@@ -487,7 +531,11 @@ func (s *Server) setNamespacePolicy(p policyEndpoint) http.HandlerFunc {
 				err = refusal
 			}
 		}
-		reply(w, nil, namespaceMissing(err, p.nsMissing))
+		if err == nil && p.nsSetStatus != 0 {
+			w.WriteHeader(p.nsSetStatus)
+			return
+		}
+		reply(w, nil, p.missingNamespace(err))
 	}
 }
 
@@ -497,7 +545,7 @@ func (s *Server) removeNamespacePolicy(p policyEndpoint) http.HandlerFunc {
 		if err == nil {
 			err = s.b.UpdateNamespacePolicies(ns, p.remove)
 		}
-		reply(w, nil, namespaceMissing(err, p.nsMissing))
+		reply(w, nil, p.missingNamespace(err))
 	}
 }
 
@@ -556,9 +604,17 @@ func (s *Server) setTopicPolicy(p policyEndpoint) http.HandlerFunc {
 		if p.topicParam == "" {
 			change, err = readChange(r, p, p.topicEmpty, true)
 		}
+		var lr *lateRefusal
+		var refused error
+		if errors.As(err, &lr) {
+			err, refused = nil, lr.err
+		}
 		var topic string
 		if err == nil {
 			topic, err = s.policyTopic(r)
+		}
+		if err == nil && refused != nil {
+			err = refused
 		}
 		if err == nil && p.topicParam != "" {
 			change, err = readChange(r, p, p.topicEmpty, true)

@@ -109,6 +109,12 @@ var policyCases = []policyCase{
 	{"deduplication", "deduplicationEnabled", `true`, `true`, 200},
 	{"delayedDelivery", "delayedDelivery", `{"active":false,"tickTime":500}`,
 		`{"tickTime":500,"active":false,"maxDeliveryDelayInMillis":0}`, 200},
+	{"persistence", "persistence", `{"bookkeeperEnsemble":2,"bookkeeperWriteQuorum":2,"bookkeeperAckQuorum":1}`,
+		`{"bookkeeperEnsemble":2,"bookkeeperWriteQuorum":2,"bookkeeperAckQuorum":1,"managedLedgerMaxMarkDeleteRate":0.0}`, 200},
+	{"subscribeRate", "subscribeRate", `{"subscribeThrottlingRatePerConsumer":3}`,
+		`{"subscribeThrottlingRatePerConsumer":3,"ratePeriodInSecond":30}`, 200},
+	{"inactiveTopicPolicies", "inactiveTopicPolicies", `{"inactiveTopicDeleteMode":"delete_when_subscriptions_caught_up","maxInactiveDurationSeconds":120}`,
+		`{"inactiveTopicDeleteMode":"delete_when_subscriptions_caught_up","maxInactiveDurationSeconds":120,"deleteWhileInactive":false}`, 200},
 }
 
 // Every policy set at either level reads back as Pulsar writes it, shows in

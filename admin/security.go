@@ -60,6 +60,9 @@ const nsPermissionPattern = "/admin/v2/namespaces/{tenant}/{ns}/permissions/{rol
 // nsPermissionPattern, with the path values set, or nil.
 func (s *Server) nsPermissionRoute(r *http.Request) (http.Handler, string) {
 	parts := strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
+	if h, pattern := s.nsSubscriptionRoute(r, parts); h != nil {
+		return h, pattern
+	}
 	if len(parts) != 7 || parts[0] != "admin" || parts[1] != "v2" || parts[2] != "namespaces" || parts[5] != "permissions" {
 		return nil, ""
 	}

@@ -64,6 +64,11 @@ func (c *conn) handleProducer(p *pb.CommandProducer) {
 		c.send(protocol.ErrorCommand(reqID, pb.ServerError_TopicNotFound, "Topic not found"))
 		return
 	}
+	if r := t.encryptionRefusalLocked(p); r != nil {
+		t.mu.Unlock()
+		c.send(r)
+		return
+	}
 	name := p.GetProducerName()
 	if name == "" {
 		name = c.b.generatedProducerName()

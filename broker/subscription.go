@@ -305,6 +305,11 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 // only Exclusive or Failover).
 func (c *conn) checkSubscribe(sub *pb.CommandSubscribe) (TopicName, *refusal) {
 	tn, err := ParseTopicName(sub.GetTopic())
+	if err == nil {
+		if r := c.subscriptionAuthRefusal(tn, sub.GetSubscription()); r != nil {
+			return tn, r
+		}
+	}
 	switch {
 	case err != nil:
 		return tn, &refusal{pb.ServerError_InvalidTopicName, err.Error()}

@@ -1,6 +1,9 @@
 package model
 
-import "reflect"
+import (
+	"reflect"
+	"strings"
+)
 
 // Policies are the settings Pulsar keeps per namespace and per topic: limits,
 // rates, quotas, retention, TTL and the like. Every field is a pointer: nil
@@ -122,7 +125,168 @@ type Policies struct {
 	// only. Default: the broker's WithAutoTopicCreation,
 	// WithAutoTopicCreationType and WithDefaultNumPartitions.
 	AutoTopicCreation *AutoTopicCreation
+
+	// Offload is the tiered-storage offload policy (offloadPolicies,
+	// offload_policies; the namespace's offloadThreshold,
+	// offloadThresholdInSeconds and offloadDeletionLagMs are fields of it).
+	// Stored and served only: a standalone without tiered storage offloads
+	// nothing. Default: none.
+	Offload *OffloadPolicies
+	// Persistence is the BookKeeper persistence policy (persistence,
+	// persistence): ensemble and quorums, and the mark-delete rate. Stored
+	// and served only, as pulsarsim keeps no bookies. Default: the
+	// standalone's 1, 1, 1 and 1.0.
+	Persistence *Persistence
+	// SubscribeRate is subscribeRate (clusterSubscribeRate): how many
+	// subscribe requests a consumer may make in a period. Stored and served
+	// only. Default: no limit (0), a 30 s period.
+	SubscribeRate *SubscribeRate
+	// ReplicationClusters are the clusters a namespace's or topic's
+	// messages are replicated to (replication, replication_clusters). A
+	// standalone has one cluster, so this only ever names it. Unset: the
+	// namespace's, then the broker's own cluster.
+	ReplicationClusters *[]string
+	// SchemaAutoUpdateCompatibility is the deprecated
+	// schemaAutoUpdateCompatibilityStrategy
+	// (schema_auto_update_compatibility_strategy) of a namespace: stored
+	// and served only, SchemaCompatibilityStrategy is the one that applies.
+	SchemaAutoUpdateCompatibility *SchemaAutoUpdateCompatibility
+	// EncryptionRequired is a namespace's encryptionRequired
+	// (encryption_required): stored and served only. Default false.
+	EncryptionRequired *bool
+	// SubscriptionAuthMode is a namespace's subscriptionAuthMode
+	// (subscription_auth_mode): with SubscriptionAuthPrefix and
+	// authorization on, a role that is not a super-user may only use
+	// subscriptions whose name starts with the role. Default
+	// SubscriptionAuthNone.
+	SubscriptionAuthMode *SubscriptionAuthMode
+	// SubscriptionAuthRoles are a namespace's subscription permissions
+	// (auth_policies.subscription_auth_roles), by subscription: with
+	// authorization on, a subscription named here may be used only by the
+	// roles listed (and super-users and the tenant's admins). Set on
+	// namespaces only.
+	SubscriptionAuthRoles map[string][]string
 }
+
+// OffloadPolicies is a tiered-storage offload policy (Pulsar's
+// OffloadPoliciesImpl); nil pointers are unset (Pulsar writes no value for
+// them).
+type OffloadPolicies struct {
+	// Driver is managedLedgerOffloadDriver (aws-s3, google-cloud-storage,
+	// filesystem, azureblob, aliyun-oss, S3).
+	Driver string
+	// ThresholdBytes is managedLedgerOffloadThresholdInBytes (the
+	// namespace's offloadThreshold).
+	ThresholdBytes *int64
+	// ThresholdSeconds is managedLedgerOffloadThresholdInSeconds
+	// (offloadThresholdInSeconds).
+	ThresholdSeconds *int64
+	// DeletionLagMillis is managedLedgerOffloadDeletionLagInMillis
+	// (offloadDeletionLagMs).
+	DeletionLagMillis *int64
+	// Settings are the policy's other fields that were set (the bucket,
+	// region and endpoint, a driver's own settings and credentials, thread
+	// counts, block sizes...), by Pulsar's field name, each as its JSON
+	// text. Replaced whole, never changed in place.
+	Settings map[string]string
+}
+
+// OffloadDrivers are the offload drivers Pulsar 4.0 knows.
+var OffloadDrivers = []string{"S3", "aws-s3", "google-cloud-storage", "filesystem", "azureblob", "aliyun-oss"}
+
+// Validate checks the driver and the bucket as Pulsar does when a whole
+// policy is set (a namespace's offload threshold alone makes a policy
+// without a driver): a driver Pulsar knows, in any case, and for all but
+// filesystem a bucket (the common one, or the driver's own for S3 and
+// GCS).
+func (o OffloadPolicies) Validate() error {
+	known := false
+	for _, d := range OffloadDrivers {
+		known = known || strings.EqualFold(o.Driver, d)
+	}
+	if !known {
+		return Errorf(ErrInvalidPolicy, "The driver is not supported, support value: %s", strings.Join(OffloadDrivers, ","))
+	}
+	set := func(name string) bool {
+		v, ok := o.Settings[name]
+		return ok && strings.Trim(strings.TrimSpace(v), `"`) != ""
+	}
+	switch {
+	case strings.EqualFold(o.Driver, "filesystem"), set("managedLedgerOffloadBucket"),
+		(strings.EqualFold(o.Driver, "S3") || strings.EqualFold(o.Driver, "aws-s3")) && set("s3ManagedLedgerOffloadBucket"),
+		strings.EqualFold(o.Driver, "google-cloud-storage") && set("gcsManagedLedgerOffloadBucket"):
+		return nil
+	}
+	return Errorf(ErrInvalidPolicy, "The bucket must be specified for namespace offload.")
+}
+
+// Persistence is a persistence policy (Pulsar's PersistencePolicies).
+type Persistence struct {
+	// Ensemble, WriteQuorum and AckQuorum are bookkeeperEnsemble,
+	// bookkeeperWriteQuorum and bookkeeperAckQuorum.
+	Ensemble, WriteQuorum, AckQuorum int
+	// MaxMarkDeleteRate is managedLedgerMaxMarkDeleteRate, mark-deletes a
+	// second (0: no limit).
+	MaxMarkDeleteRate float64
+}
+
+// The broker's limits on a persistence policy (Pulsar's
+// managedLedgerMaxEnsembleSize, managedLedgerMaxWriteQuorum and
+// managedLedgerMaxAckQuorum, 5 by default).
+const (
+	MaxEnsembleSize = 5
+	MaxWriteQuorum  = 5
+	MaxAckQuorum    = 5
+)
+
+// Validate checks the ensemble and quorums as Pulsar does: each within the
+// broker's limit and positive, and ensemble >= write quorum >= ack quorum.
+func (p Persistence) Validate() error {
+	for _, f := range []struct {
+		name   string
+		v, max int
+	}{{"Ensemble", p.Ensemble, MaxEnsembleSize}, {"WriteQuorum", p.WriteQuorum, MaxWriteQuorum}, {"AckQuorum", p.AckQuorum, MaxAckQuorum}} {
+		if f.v <= 0 || f.v > f.max {
+			return Errorf(ErrInvalidPolicy, "Bookkeeper-%s must be <= %d and > 0.", f.name, f.max)
+		}
+	}
+	if p.Ensemble < p.WriteQuorum || p.WriteQuorum < p.AckQuorum {
+		return Errorf(ErrInvalidPolicy, "Bookkeeper Ensemble (%d) >= WriteQuorum (%d) >= AckQuorum (%d)",
+			p.Ensemble, p.WriteQuorum, p.AckQuorum)
+	}
+	return nil
+}
+
+// SubscribeRate is a subscribe rate limit (Pulsar's SubscribeRate): at most
+// PerConsumer subscribe requests per consumer each PeriodSeconds; 0 or less
+// is no limit.
+type SubscribeRate struct {
+	// PerConsumer is subscribeThrottlingRatePerConsumer.
+	PerConsumer int
+	// PeriodSeconds is ratePeriodInSecond.
+	PeriodSeconds int
+}
+
+// SchemaAutoUpdateCompatibility is a SchemaAutoUpdateCompatibilityStrategy,
+// by its Java name.
+type SchemaAutoUpdateCompatibility string
+
+// SchemaAutoUpdateCompatibilities are the strategies, in Pulsar's ordinal
+// order.
+var SchemaAutoUpdateCompatibilities = []SchemaAutoUpdateCompatibility{"AutoUpdateDisabled", "Backward",
+	"Forward", "Full", "AlwaysCompatible", "BackwardTransitive", "ForwardTransitive", "FullTransitive"}
+
+// SubscriptionAuthMode is a namespace's subscription authorization mode.
+type SubscriptionAuthMode string
+
+// The subscription authorization modes, in Pulsar's ordinal order.
+const (
+	// SubscriptionAuthNone checks no subscription name.
+	SubscriptionAuthNone SubscriptionAuthMode = "None"
+	// SubscriptionAuthPrefix allows a role only subscriptions whose name
+	// starts with the role.
+	SubscriptionAuthPrefix SubscriptionAuthMode = "Prefix"
+)
 
 // Retention is a retention policy (Pulsar's RetentionPolicies). Both zero
 // keeps nothing that is acknowledged; -1 means no limit of that kind.
@@ -236,6 +400,11 @@ func DefaultPolicies() Policies {
 		AllowAutoUpdateSchema:             new(true),
 		InactiveTopics:                    new(DefaultInactiveTopicDeletion.Policy()),
 		AutoTopicCreation:                 &AutoTopicCreation{Allow: true, Type: TopicTypeNonPartitioned},
+		Persistence:                       &Persistence{Ensemble: 1, WriteQuorum: 1, AckQuorum: 1, MaxMarkDeleteRate: 1},
+		SubscribeRate:                     &SubscribeRate{PeriodSeconds: 30},
+		SchemaAutoUpdateCompatibility:     new(SchemaAutoUpdateCompatibility("Full")),
+		EncryptionRequired:                new(false),
+		SubscriptionAuthMode:              new(SubscriptionAuthNone),
 	}
 }
 
@@ -272,7 +441,7 @@ func (p Policies) Validate() error {
 			return err
 		}
 	}
-	if it := p.InactiveTopics; it != nil && !it.Mode.Valid() {
+	if it := p.InactiveTopics; it != nil && it.Mode != "" && !it.Mode.Valid() {
 		return Errorf(ErrInvalidPolicy, "Invalid inactive topic delete mode %q", it.Mode)
 	}
 	for _, q := range []*BacklogQuota{p.BacklogQuota, p.MessageAgeBacklogQuota} {
@@ -282,6 +451,11 @@ func (p Policies) Validate() error {
 	}
 	if v := p.SchemaCompatibilityStrategy; v != nil && !v.Valid() {
 		return Errorf(ErrInvalidPolicy, "Invalid schema compatibility strategy %s", *v)
+	}
+	if p := p.Persistence; p != nil {
+		if err := p.Validate(); err != nil {
+			return err
+		}
 	}
 	if a := p.AutoTopicCreation; a != nil {
 		if err := a.Validate(0); err != nil {
