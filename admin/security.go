@@ -42,6 +42,14 @@ type access struct {
 // does.
 func (s *Server) serveSecured(w http.ResponseWriter, r *http.Request) {
 	h, pattern := s.nsPermissionRoute(r)
+	if h == nil && (strings.HasPrefix(r.URL.Path, "/admin/v2/clusters/") || strings.HasPrefix(r.URL.Path, "/admin/v2/resource-quotas/")) {
+		// The routes under a cluster and the resource quotas have a mux of
+		// their own: as patterns of the main one, they would be as
+		// specific as the topic routes.
+		if _, p := s.clusterMux.Handler(r); p != "" {
+			h, pattern = s.clusterMux, p
+		}
+	}
 	if h == nil {
 		_, pattern = s.mux.Handler(r)
 		h = s.mux

@@ -21,6 +21,9 @@ type Broker struct {
 	// (store.go). Its lock, store.mu, is the broker lock of the lock order
 	// (doc.go): it also guards the fields below that say so.
 	*store
+	// meta is the cluster metadata of the configuration store
+	// (clustermeta.go), shared like the store.
+	meta *clusterMeta
 	// node is this broker's place in its cluster: its index and the
 	// incarnation it serves (cluster.go); 0 for a broker of its own.
 	node int
@@ -68,6 +71,7 @@ func New(opts ...Option) *Broker {
 	b := &Broker{
 		cfg:    cfg,
 		store:  cfg.store,
+		meta:   cfg.meta,
 		node:   cfg.node,
 		topics: map[string]*Topic{},
 		done:   make(chan struct{}),
@@ -75,6 +79,9 @@ func New(opts ...Option) *Broker {
 	}
 	if b.store == nil {
 		b.store = newStore(cfg)
+	}
+	if b.meta == nil {
+		b.meta = newClusterMeta(cfg.clusterName)
 	}
 	b.initTransactions()
 	return b

@@ -28,6 +28,7 @@ import (
 type Cluster struct {
 	opts []Option
 	st   *store
+	meta *clusterMeta
 	cfg  config
 
 	mu      sync.Mutex
@@ -47,7 +48,7 @@ func NewCluster(n int, opts ...Option) *Cluster {
 		o(&cfg)
 	}
 	cfg.policies = cfg.brokerPolicies()
-	c := &Cluster{opts: slices.Clone(opts), st: newStore(cfg), cfg: cfg}
+	c := &Cluster{opts: slices.Clone(opts), st: newStore(cfg), meta: newClusterMeta(cfg.clusterName), cfg: cfg}
 	if cfg.ownershipTimeout > 0 {
 		c.st.owners.SetTimeout(cfg.ownershipTimeout)
 	}
@@ -77,7 +78,7 @@ func (c *Cluster) addBrokerLocked() *Broker {
 }
 
 func (c *Cluster) newBroker(i int) *Broker {
-	return New(append(slices.Clone(c.opts), func(cfg *config) { cfg.store, cfg.node = c.st, i })...)
+	return New(append(slices.Clone(c.opts), func(cfg *config) { cfg.store, cfg.meta, cfg.node = c.st, c.meta, i })...)
 }
 
 // Listen starts every broker that is not serving yet: the i-th on addrs[i]

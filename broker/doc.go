@@ -115,6 +115,11 @@
 // under a topic lock when a publish rate limit pauses or resumes the
 // connection's reader, or by the reader alone.
 //
+// The cluster metadata's lock (clusterMeta.mu, clustermeta.go: clusters,
+// failure domains, isolation policies, resource quotas, dynamic settings)
+// is a leaf: taken alone, or under the store's lock (a topic created on
+// first use reads the dynamic settings), and nothing is taken under it.
+//
 // The transaction coordinators' lock (transactions.mu, txn.go) is a leaf:
 // taken alone, under a topic lock (to record what a transaction produced or
 // acknowledged) or under the timers' run lock, and nothing is taken under

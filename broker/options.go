@@ -18,6 +18,7 @@ type config struct {
 	// for a broker of its own. ownershipTimeout is how long a crashed
 	// broker keeps its bundles (0: DefaultOwnershipTimeout).
 	store             *store
+	meta              *clusterMeta // the cluster's metadata (clustermeta.go), with store
 	node              int
 	ownershipTimeout  time.Duration
 	loadManager       LoadManager
