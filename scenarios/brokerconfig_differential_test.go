@@ -219,3 +219,25 @@ func waitRuntime(t *testing.T, admin, name, value string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestDifferentialUnknownRoutes sends paths of three segments (and topic
+// paths) whose first segment is no topic domain: both brokers answer them
+// as unknown routes, not as namespaces that do not exist, and a topic
+// domain's own paths still reach the namespace.
+func TestDifferentialUnknownRoutes(t *testing.T) {
+	oracleURL(t)
+	realAdmin := oracleAdmin(t)
+	sim := scenarios.SimTarget(t)
+	var steps []metaStep
+	for _, p := range []string{"foo/public/default", "brokers/a/b", "clusters/a/b", "tenants/a/b", "broker-stats/a/b",
+		"resource-quotas/a/b", "foo/public/default/t/stats", "clusters/standalone/x", "foo/public/default/partitioned",
+		"persistent/public/none-{run}", "non-persistent/public/none-{run}", "namespaces/public/none-{run}"} {
+		steps = append(steps, metaStep{"GET", "/admin/v2/" + p, ""})
+	}
+	steps = append(steps, metaStep{"PUT", "/admin/v2/foo/public/default/t", ""},
+		metaStep{"DELETE", "/admin/v2/brokers/public/default/t", ""})
+	run := newMetaRun()
+	got := runMetaSteps(t, sim.Sim.AdminURL(), run, steps)
+	want := runMetaSteps(t, realAdmin, run, steps)
+	sameOnBoth(t, want, got)
+}
