@@ -68,6 +68,30 @@ func TestClusterMetadataThroughPulsaradmin(t *testing.T) {
 	wantStatus(t, err, 404)
 }
 
+// POST /clusters/standalone rewrites the standalone's own data; its peers
+// keep its URLs until then.
+func TestUpdatingTheStandaloneCluster(t *testing.T) {
+	b, a, base := startAdmin(t)
+	c := a.Clusters()
+	if err := c.Create(utils.ClusterData{Name: "east", ServiceURL: "http://east:8080"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.UpdatePeerClusters("standalone", []string{"east"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Get("standalone")
+	if err != nil || got.ServiceURL != base || got.BrokerServiceURL != b.URL() || !slices.Equal(got.PeerClusterNames, []string{"east"}) {
+		t.Fatalf("standalone with a peer: %+v, %v", got, err)
+	}
+	if err := c.Update(utils.ClusterData{Name: "standalone", ServiceURL: "http://moved:8080", BrokerServiceURL: "pulsar://moved:6650"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = c.Get("standalone")
+	if err != nil || got.ServiceURL != "http://moved:8080" || got.BrokerServiceURL != "pulsar://moved:6650" || got.PeerClusterNames != nil {
+		t.Fatalf("standalone updated: %+v, %v", got, err)
+	}
+}
+
 // The brokers of a cluster share its configuration store: a cluster
 // created, and a setting changed at run time, through one broker's admin
 // API are seen through the other's, and the setting applies on both.

@@ -269,7 +269,10 @@ func clusterMetaScript() []metaStep {
 		metaStep{"DELETE", c, ""},
 		metaStep{"DELETE", c + "/namespaceIsolationPolicies/p1", ""},
 		metaStep{"GET", c + "/namespaceIsolationPolicies", ""},
-		// A cluster that tenants allow is deleted all the same.
+		// A tenant may allow only clusters that exist; a cluster that
+		// tenants allow is deleted all the same.
+		metaStep{"PUT", "/admin/v2/tenants/tz-{run}", `{"allowedClusters":["none-{run}","standalone"]}`},
+		metaStep{"GET", "/admin/v2/tenants/tz-{run}", ""},
 		metaStep{"PUT", "/admin/v2/tenants/tc-{run}", `{"allowedClusters":["c-{run}"]}`},
 		metaStep{"DELETE", c, ""},
 		metaStep{"GET", c, ""},
