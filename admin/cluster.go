@@ -14,7 +14,9 @@ import (
 // Testcontainers waits for /admin/v2/clusters to answer ["standalone"],
 // pulsar-admin and scripts ask /admin/v2/brokers/health and ready. A
 // standalone is one cluster with one broker, whose id is its web service's
-// host and port.
+// host and port; the other clusters the configuration store knows, with
+// their peers, failure domains and isolation policies, are clustermeta.go's
+// and isolation.go's, the broker's configuration and stats brokerconfig.go's.
 
 // pulsarVersion is the Pulsar release whose behaviour pulsarsim follows, as
 // /admin/v2/brokers/version answers it.

@@ -3,8 +3,10 @@ package admin_test
 import (
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin/config"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
@@ -136,5 +138,49 @@ func TestClusterMetadataIsSharedByTheBrokersOfACluster(t *testing.T) {
 	}
 	if conf, err := admins[0].Brokers().GetRuntimeConfigurations(); err != nil || conf["allowAutoTopicCreation"] != "true" {
 		t.Fatalf("runtime after the delete: %v, %v", conf["allowAutoTopicCreation"], err)
+	}
+}
+
+// The settings of topic creation on first use, changed at run time, apply
+// to the next topic a pulsar-client-go producer names: off, then
+// partitioned with three partitions, then back to the broker's own.
+func TestDynamicAutoTopicCreationAppliesToTheRunningBroker(t *testing.T) {
+	b, a, base := startAdmin(t)
+	client := newClient(t, b)
+	produce := func(topic string) error {
+		p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+		if err == nil {
+			p.Close()
+		}
+		return err
+	}
+	br := a.Brokers()
+	if err := br.UpdateDynamicConfiguration("allowAutoTopicCreation", "false"); err != nil {
+		t.Fatal(err)
+	}
+	if err := produce("off"); err == nil || !strings.Contains(err.Error(), "TopicNotFound") {
+		t.Fatalf("a producer of a new topic with creation off: %v", err)
+	}
+	for _, kv := range [][2]string{{"allowAutoTopicCreation", "true"}, {"allowAutoTopicCreationType", "partitioned"}, {"defaultNumPartitions", "3"}} {
+		if err := br.UpdateDynamicConfiguration(kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := produce("three"); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := call(t, base, "GET", "/admin/v2/persistent/public/default/three/partitions", ""); status != 200 || !strings.Contains(string(body), `"partitions":3`) {
+		t.Fatalf("the new topic's partitions: %d %s", status, body)
+	}
+	for _, k := range []string{"allowAutoTopicCreationType", "defaultNumPartitions"} {
+		if err := br.DeleteDynamicConfiguration(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := produce("plain"); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := call(t, base, "GET", "/admin/v2/persistent/public/default/plain/partitions", ""); status != 200 || !strings.Contains(string(body), `"partitions":0`) {
+		t.Fatalf("the plain topic's partitions: %d %s", status, body)
 	}
 }
