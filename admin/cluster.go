@@ -254,9 +254,15 @@ func (s *Server) runtimeConfiguration(w http.ResponseWriter, r *http.Request) {
 	reply(w, conf, nil)
 }
 
-// superUserRoute reports whether a route is a cluster or broker route only
-// a super-user may call when authorization is on (listing the clusters and
-// the readiness probe are open to any role).
+// superUserRoute reports whether a route is a cluster, broker, broker
+// stats or resource quota route only a super-user may call when
+// authorization is on (listing the clusters and the readiness probe are
+// open to any role).
 func superUserRoute(path string) bool {
-	return strings.HasPrefix(path, "/admin/v2/brokers") || strings.HasPrefix(path, "/admin/v2/clusters/")
+	for _, prefix := range []string{"/admin/v2/brokers", "/admin/v2/clusters/", "/admin/v2/broker-stats/", "/admin/v2/resource-quotas"} {
+		if strings.HasPrefix(path, prefix) {
+			return true
+		}
+	}
+	return false
 }
