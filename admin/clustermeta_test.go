@@ -184,3 +184,32 @@ func TestDynamicAutoTopicCreationAppliesToTheRunningBroker(t *testing.T) {
 		t.Fatalf("the plain topic's partitions: %d %s", status, body)
 	}
 }
+
+// As on a real 4.0.8 (seen on the wire), a cluster's failure domains
+// outlive it and keep its name in the list of clusters, and come back with
+// it.
+func TestDeletedClusterKeepsItsFailureDomainsAsPulsarDoes(t *testing.T) {
+	_, a, _ := startAdmin(t)
+	c := a.Clusters()
+	if err := c.Create(utils.ClusterData{Name: "east", ServiceURL: "http://east:8080"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CreateFailureDomain(utils.FailureDomainData{ClusterName: "east", DomainName: "rack1", BrokerList: []string{"b1:8080"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete("east"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get("east"); err == nil {
+		t.Fatal("the deleted cluster is still there")
+	}
+	if list, err := c.List(); err != nil || !slices.Equal(list, []string{"east", "standalone"}) {
+		t.Fatalf("clusters after the delete: %v, %v", list, err)
+	}
+	if err := c.Create(utils.ClusterData{Name: "east", ServiceURL: "http://east:8080"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.GetFailureDomain("east", "rack1"); err != nil || !slices.Equal(got.BrokerList, []string{"b1:8080"}) {
+		t.Fatalf("rack1 after the cluster came back: %+v, %v", got, err)
+	}
+}

@@ -76,11 +76,13 @@ func TestDifferentialBrokerConfiguration(t *testing.T) {
 	oracleURL(t)
 	realAdmin := oracleAdmin(t)
 	sim := scenarios.SimTarget(t)
+	run := newMetaRun()
 	// A persistent topic loaded on each, for the per-topic stats.
 	for _, admin := range []string{sim.Sim.AdminURL(), realAdmin} {
-		adminCall(t, "PUT", admin+"/admin/v2/persistent/public/default/stats-loaded", "")
+		topic := admin + "/admin/v2/persistent/public/default/stats-loaded-" + run
+		adminCall(t, "PUT", topic, "")
+		t.Cleanup(func() { adminCall(t, "DELETE", topic, "") })
 	}
-	run := newMetaRun()
 	got := runMetaSteps(t, sim.Sim.AdminURL(), run, brokerConfigScript())
 	want := runMetaSteps(t, realAdmin, run, brokerConfigScript())
 	if diff := cmp.Diff(want, got); diff != "" {
