@@ -21,6 +21,9 @@ import (
 type Server struct {
 	b   *broker.Broker
 	mux *http.ServeMux
+	// clusterMux routes the requests under a cluster's path and the
+	// resource quotas' (clustermeta.go, isolation.go, brokerconfig.go).
+	clusterMux *http.ServeMux
 	// webURL and webTLSURL are the admin API's own addresses, when known
 	// (WithWebServiceURLs).
 	webURL, webTLSURL string
@@ -46,7 +49,7 @@ func WithHandler(pattern string, h http.Handler) Option {
 
 // New returns the admin REST API of b, configured by opts.
 func New(b *broker.Broker, opts ...Option) *Server {
-	s := &Server{b: b, mux: http.NewServeMux()}
+	s := &Server{b: b, mux: http.NewServeMux(), clusterMux: http.NewServeMux()}
 	s.routeNamespaces()
 	s.routeTopics()
 	s.routeCursors()

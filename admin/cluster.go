@@ -14,7 +14,9 @@ import (
 // Testcontainers waits for /admin/v2/clusters to answer ["standalone"],
 // pulsar-admin and scripts ask /admin/v2/brokers/health and ready. A
 // standalone is one cluster with one broker, whose id is its web service's
-// host and port.
+// host and port; the other clusters the configuration store knows, with
+// their peers, failure domains and isolation policies, are clustermeta.go's
+// and isolation.go's, the broker's configuration and stats brokerconfig.go's.
 
 // pulsarVersion is the Pulsar release whose behaviour pulsarsim follows, as
 // /admin/v2/brokers/version answers it.
@@ -31,11 +33,11 @@ func WithWebServiceURLs(httpURL, httpsURL string) Option {
 func (s *Server) routeCluster() {
 	m := s.mux
 	m.HandleFunc("GET /admin/v2/clusters", s.listClusters)
-	m.HandleFunc("GET /admin/v2/clusters/{cluster}", s.inCluster(s.getCluster))
+	m.HandleFunc("GET /admin/v2/clusters/{cluster}", s.getCluster)
 	m.HandleFunc("PUT /admin/v2/clusters/{cluster}", s.createCluster)
-	m.HandleFunc("GET /admin/v2/clusters/{cluster}/failureDomains", s.inCluster(func(w http.ResponseWriter, r *http.Request) {
-		reply(w, map[string]any{}, nil)
-	}))
+	s.routeClusterMeta()
+	s.routeIsolation()
+	s.routeBrokerConfig()
 	m.HandleFunc("GET /admin/v2/brokers/health", s.health)
 	m.HandleFunc("GET /admin/v2/brokers/ready", s.health)
 	m.HandleFunc("GET /admin/v2/brokers/version", func(w http.ResponseWriter, r *http.Request) { plainOK(w, pulsarVersion) })
@@ -43,11 +45,6 @@ func (s *Server) routeCluster() {
 	m.HandleFunc("GET /admin/v2/brokers", s.activeBrokers)
 	m.HandleFunc("GET /admin/v2/brokers/{cluster}", s.activeBrokers)
 	m.HandleFunc("GET /admin/v2/brokers/{cluster}/{broker}/ownedNamespaces", s.ownedNamespaces)
-	// pulsarsim has no configuration that can change at run time.
-	m.HandleFunc("GET /admin/v2/brokers/configuration", func(w http.ResponseWriter, r *http.Request) { reply(w, []string{}, nil) })
-	m.HandleFunc("GET /admin/v2/brokers/configuration/values", func(w http.ResponseWriter, r *http.Request) {
-		reply(w, map[string]string{}, nil)
-	})
 	m.HandleFunc("GET /admin/v2/brokers/configuration/runtime", s.runtimeConfiguration)
 	for _, p := range []string{"/admin/v2/brokers/health", "/admin/v2/brokers/ready", "/admin/v2/brokers/version",
 		"/admin/v2/brokers/leaderBroker", "/admin/v2/clusters"} {
@@ -55,23 +52,6 @@ func (s *Server) routeCluster() {
 			m.HandleFunc(method+" "+p, methodNotAllowed)
 		}
 	}
-}
-
-// createCluster answers the creation of the standalone's own cluster with
-// Pulsar's 409, as CI setups that create it first expect; a body that does
-// not parse is a 400 first. pulsarsim serves that one cluster only, so the
-// creation of another is not implemented (Pulsar would create it).
-func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
-	var data map[string]any
-	if err := decodeJSON(r, &data); err != nil {
-		reply(w, nil, err)
-		return
-	}
-	if r.PathValue("cluster") == s.b.ClusterName() {
-		httpError(w, http.StatusConflict, "Cluster already exists")
-		return
-	}
-	httpError(w, http.StatusNotImplemented, "pulsarsim serves one cluster, "+s.b.ClusterName())
 }
 
 // plainOK answers a bare word, as Pulsar answers a String with its JSON
@@ -104,8 +84,15 @@ func (s *Server) brokerID(r *http.Request) string {
 	return r.Host
 }
 
+// listClusters lists the clusters but "global", which Pulsar hides.
 func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) {
-	reply(w, []string{s.b.ClusterName()}, nil)
+	out := []string{}
+	for _, c := range s.b.Clusters() {
+		if c != "global" {
+			out = append(out, c)
+		}
+	}
+	reply(w, out, nil)
 }
 
 // inCluster answers 404 for a cluster other than the broker's.
@@ -119,10 +106,21 @@ func (s *Server) inCluster(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// getCluster answers the cluster's data: its web service and broker
-// service URLs (the TLS ones when served), and the client settings
-// Pulsar writes with their defaults.
+// getCluster answers a cluster's data.
 func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) {
+	d, ok := s.b.Cluster(r.PathValue("cluster"))
+	if !ok {
+		httpError(w, http.StatusNotFound, "Cluster does not exist")
+		return
+	}
+	reply(w, s.clusterDoc(r, d), nil)
+}
+
+// ownClusterDoc is the broker's own cluster's data as the standalone
+// writes it when it starts: its web service and broker service URLs (the
+// TLS ones when served), and the client settings Pulsar writes with their
+// defaults.
+func (s *Server) ownClusterDoc(r *http.Request) map[string]any {
 	web, webTLS := s.webURLs(r)
 	pulsarURL, pulsarTLSURL, _ := s.b.LookupURLs("")
 	doc := map[string]any{
@@ -139,7 +137,7 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) {
 			doc[k] = v
 		}
 	}
-	reply(w, doc, nil)
+	return doc
 }
 
 // health answers the health check and the readiness probe: a broker that
@@ -236,9 +234,11 @@ func (s *Server) clusterOwnedNamespaces(w http.ResponseWriter, r *http.Request) 
 }
 
 // runtimeConfiguration answers the broker's settings by Pulsar's names, as
-// strings: those pulsarsim has, the broker-level policies among them.
+// strings: those pulsarsim has, the broker-level policies among them, with
+// the settings changed at run time that pulsarsim applies.
 func (s *Server) runtimeConfiguration(w http.ResponseWriter, r *http.Request) {
 	p := s.b.BrokerPolicies()
+	a := s.b.BrokerAutoTopicCreation()
 	conf := map[string]string{
 		"clusterName":                         s.b.ClusterName(),
 		"isRunningStandalone":                 "true",
@@ -246,17 +246,23 @@ func (s *Server) runtimeConfiguration(w http.ResponseWriter, r *http.Request) {
 		"isAllowAutoUpdateSchemaEnabled":      strconv.FormatBool(*p.AllowAutoUpdateSchema),
 		"isSchemaValidationEnforced":          strconv.FormatBool(*p.SchemaValidationEnforced),
 		"ttlDurationDefaultInSeconds":         strconv.Itoa(*p.MessageTTLSeconds),
-		"allowAutoTopicCreation":              strconv.FormatBool(p.AutoTopicCreation.Allow),
-		"allowAutoTopicCreationType":          string(p.AutoTopicCreation.Type),
-		"defaultNumPartitions":                strconv.Itoa(p.AutoTopicCreation.DefaultNumPartitions),
+		"allowAutoTopicCreation":              strconv.FormatBool(a.Allow),
+		"allowAutoTopicCreationType":          string(a.Type),
+		"defaultNumPartitions":                strconv.Itoa(a.DefaultNumPartitions),
 		"maxNumPartitionsPerPartitionedTopic": strconv.Itoa(s.b.MaxPartitionsPerTopic()),
 	}
 	reply(w, conf, nil)
 }
 
-// superUserRoute reports whether a route is a cluster or broker route only
-// a super-user may call when authorization is on (listing the clusters and
-// the readiness probe are open to any role).
+// superUserRoute reports whether a route is a cluster, broker, broker
+// stats or resource quota route only a super-user may call when
+// authorization is on (listing the clusters and the readiness probe are
+// open to any role).
 func superUserRoute(path string) bool {
-	return strings.HasPrefix(path, "/admin/v2/brokers") || strings.HasPrefix(path, "/admin/v2/clusters/")
+	for _, prefix := range []string{"/admin/v2/brokers", "/admin/v2/clusters/", "/admin/v2/broker-stats/", "/admin/v2/resource-quotas"} {
+		if strings.HasPrefix(path, prefix) {
+			return true
+		}
+	}
+	return false
 }

@@ -15,13 +15,19 @@ func (s *Server) listTenants(w http.ResponseWriter, _ *http.Request) {
 }
 
 // createTenant creates a tenant. The body's roles and clusters are read (a
-// body that does not parse is a 400) but not kept.
+// body that does not parse is a 400, a cluster that does not exist a 412)
+// but the clusters are not kept.
 func (s *Server) createTenant(w http.ResponseWriter, r *http.Request) {
 	var info struct {
 		AdminRoles      []string `json:"adminRoles"`
 		AllowedClusters []string `json:"allowedClusters"`
 	}
 	err := decodeJSON(r, &info)
+	for _, c := range info.AllowedClusters {
+		if _, ok := s.b.Cluster(c); !ok && err == nil {
+			err = errStatus(http.StatusPreconditionFailed, "Clusters do not exist")
+		}
+	}
 	if err == nil {
 		err = s.b.CreateTenant(r.PathValue("tenant"))
 	}

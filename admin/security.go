@@ -42,13 +42,41 @@ type access struct {
 // does.
 func (s *Server) serveSecured(w http.ResponseWriter, r *http.Request) {
 	h, pattern := s.nsPermissionRoute(r)
+	if h == nil && (strings.HasPrefix(r.URL.Path, "/admin/v2/clusters/") || strings.HasPrefix(r.URL.Path, "/admin/v2/resource-quotas/")) {
+		// The routes under a cluster and the resource quotas have a mux of
+		// their own: as patterns of the main one, they would be as
+		// specific as the topic routes.
+		if _, p := s.clusterMux.Handler(r); p != "" {
+			h, pattern = s.clusterMux, p
+		}
+	}
 	if h == nil {
 		_, pattern = s.mux.Handler(r)
 		h = s.mux
+		if unknownDomain(r, pattern) {
+			h = http.HandlerFunc(notFoundRoute)
+		}
 	}
 	if s.authorize(w, r, pattern) {
 		h.ServeHTTP(w, r)
 	}
+}
+
+// unknownDomain reports whether r matched a topic route (pattern
+// /admin/v2/{domain}/…) with a first segment that is no topic domain:
+// Jersey has no route for it (/admin/v2/brokers/a/b, /admin/v2/foo/t/n),
+// so it is an unknown route, not a namespace to look up.
+func unknownDomain(r *http.Request, pattern string) bool {
+	if !strings.Contains(pattern, " /admin/v2/{domain}/") && !strings.HasPrefix(pattern, "/admin/v2/{domain}/") {
+		return false
+	}
+	parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/admin/v2/"), "/", 2)
+	return parts[0] != "persistent" && parts[0] != "non-persistent"
+}
+
+// notFoundRoute answers a path no route serves.
+func notFoundRoute(w http.ResponseWriter, r *http.Request) {
+	httpError(w, http.StatusNotFound, "Not found: "+r.URL.Path)
 }
 
 // nsPermissionPattern is the grant and revoke route on a namespace. It is

@@ -218,3 +218,31 @@ func TestAdminWebViewIsForSuperUsersWhenAuthorizationIsOn(t *testing.T) {
 		t.Fatalf("super-user: %d %s", status, body)
 	}
 }
+
+// The cluster metadata, broker configuration, broker stats and resource
+// quotas are a super-user's, as in Pulsar: another role gets the refusal
+// the runtime configuration gets.
+func TestAdminClusterAndBrokerRoutesAreForSuperUsers(t *testing.T) {
+	_, url := startSecured(t, "anonymous")
+	wantStatus, wantBody := httpCall(t, "GET", url+"/admin/v2/brokers/configuration/runtime", bearer("bob"), "")
+	if wantStatus == 200 {
+		t.Fatalf("the runtime configuration answers bob: %s", wantBody)
+	}
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/admin/v2/broker-stats/metrics"}, {"GET", "/admin/v2/broker-stats/allocator-stats/default"},
+		{"GET", "/admin/v2/resource-quotas"}, {"POST", "/admin/v2/resource-quotas"},
+		{"GET", "/admin/v2/resource-quotas/public/default/0x00000000_0x40000000"},
+		{"GET", "/admin/v2/clusters/standalone/failureDomains"}, {"PUT", "/admin/v2/clusters/east"},
+		{"GET", "/admin/v2/clusters/standalone/namespaceIsolationPolicies"},
+		{"POST", "/admin/v2/brokers/configuration/allowAutoTopicCreation/false"},
+		{"GET", "/admin/v2/brokers/configuration/values"}, {"GET", "/admin/v2/brokers/internal-configuration"},
+	} {
+		status, body := httpCall(t, c.method, url+c.path, bearer("bob"), "{}")
+		if status != wantStatus || reason(body) != reason(wantBody) {
+			t.Errorf("%s %s as bob: %d %s, want %d %s", c.method, c.path, status, body, wantStatus, wantBody)
+		}
+		if status, body := httpCall(t, c.method, url+c.path, bearer("admin"), "{}"); status == 401 || status == 403 {
+			t.Errorf("%s %s as the super-user: %d %s", c.method, c.path, status, body)
+		}
+	}
+}

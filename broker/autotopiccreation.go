@@ -36,16 +36,27 @@ func WithDefaultNumPartitions(n int) Option {
 func WithMaxPartitionsPerTopic(n int) Option { return func(c *config) { c.maxPartitions = max(n, 0) } }
 
 // MaxPartitionsPerTopic returns maxNumPartitionsPerPartitionedTopic (0: no
-// limit).
-func (b *Broker) MaxPartitionsPerTopic() int { return b.cfg.maxPartitions }
+// limit), as set at run time (dynamicconfig.go) or else by the option.
+func (b *Broker) MaxPartitionsPerTopic() int {
+	_, n := b.meta.dynamicAutoTopicCreation(AutoTopicCreation{}, b.cfg.maxPartitions)
+	return n
+}
+
+// BrokerAutoTopicCreation returns the broker's own policy of topic
+// creation on first use, with the settings changed at run time applied.
+func (b *Broker) BrokerAutoTopicCreation() AutoTopicCreation {
+	a, _ := b.meta.dynamicAutoTopicCreation(*b.cfg.policies.AutoTopicCreation, 0)
+	return a
+}
 
 // autoTopicCreationLocked is the creation policy in force for tn's
-// namespace: its own, else the broker's. The caller holds b.mu.
+// namespace: its own, else the broker's (with its settings changed at run
+// time). The caller holds b.mu.
 func (b *Broker) autoTopicCreationLocked(tn TopicName) AutoTopicCreation {
 	if a := b.data.NamespacePolicies[tn.NamespaceName()].AutoTopicCreation; a != nil {
 		return *a
 	}
-	return *b.cfg.policies.AutoTopicCreation
+	return b.BrokerAutoTopicCreation()
 }
 
 // autoCreateAllowed reports whether a topic of tn's namespace may be

@@ -117,6 +117,12 @@
 // under a topic lock when a publish rate limit pauses or resumes the
 // connection's reader, or by the reader alone.
 //
+// The cluster metadata's lock (clusterMeta.mu, clustermeta.go: clusters,
+// failure domains, isolation policies, resource quotas, dynamic settings;
+// one per cluster, in the shared value) is a leaf: taken alone, or under
+// the broker lock (a topic created on first use reads the dynamic
+// settings), and nothing is taken under it.
+//
 // The transaction coordinators' lock (transactions.mu, txn.go; one per
 // cluster, in the shared value) is a leaf:
 // taken alone, under a topic lock (to record what a transaction produced or

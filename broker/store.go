@@ -29,6 +29,9 @@ type shared struct {
 	// them, as Pulsar's coordinators recover from their log on whichever
 	// broker owns their partition (txn.go).
 	txns transactions
+	// meta is the configuration store's cluster metadata and the dynamic
+	// settings (clustermeta.go), under its own leaf lock.
+	meta *clusterMeta
 }
 
 // newShared returns what a new cluster's brokers share, holding what a
@@ -40,7 +43,7 @@ func newShared(cfg config) *shared {
 		BacklogQuota:           cfg.policies.Clone().BacklogQuota,
 		MessageAgeBacklogQuota: cfg.policies.Clone().MessageAgeBacklogQuota,
 	}
-	return &shared{data: st, members: map[int]*Broker{}}
+	return &shared{data: st, members: map[int]*Broker{}, meta: newClusterMeta(cfg.clusterName)}
 }
 
 // initializeClusterMetadata writes what Pulsar's initialize-cluster-metadata
