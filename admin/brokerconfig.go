@@ -223,7 +223,7 @@ func readResourceQuota(r *http.Request) (*broker.ResourceQuota, error) {
 		Dynamic                                                  *bool
 	}{}
 	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, errStatus(http.StatusBadRequest, "Cannot deserialize ResourceQuota: "+err.Error())
+		return nil, badBody(body, err)
 	}
 	q := broker.ResourceQuota{MsgRateIn: in.MsgRateIn, MsgRateOut: in.MsgRateOut, BandwidthIn: in.BandwidthIn,
 		BandwidthOut: in.BandwidthOut, Memory: in.Memory, Dynamic: in.Dynamic == nil || *in.Dynamic}

@@ -72,7 +72,7 @@ func readClusterData(r *http.Request) (d broker.ClusterData, ok bool, err error)
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
-		return d, false, errStatus(http.StatusBadRequest, "Cannot deserialize ClusterData: "+err.Error())
+		return d, false, badBody(body, err)
 	}
 	d.Fields = map[string]any{}
 	for _, k := range clusterStringFields {
@@ -124,7 +124,7 @@ func checkClusterURLs(d broker.ClusterData) error {
 func readStringSet(b []byte) ([]string, error) {
 	var raw []json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
-		return nil, errStatus(http.StatusBadRequest, "Cannot deserialize a set of strings: "+err.Error())
+		return nil, badBody(b, err)
 	}
 	if raw == nil {
 		return nil, nil
@@ -357,7 +357,7 @@ func (s *Server) setFailureDomain(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(t) > 0 {
 		if err := json.Unmarshal(t, &fd); err != nil {
-			httpError(w, http.StatusBadRequest, "Cannot deserialize FailureDomain: "+err.Error())
+			reply(w, nil, badBody(t, err))
 			return
 		}
 	}

@@ -255,7 +255,7 @@ func (s *Server) setIsolationPolicy(w http.ResponseWriter, r *http.Request) {
 	var in isolationJSON
 	if len(t) > 0 && string(t) != "null" {
 		if err := json.Unmarshal(t, &in); err != nil {
-			httpError(w, http.StatusBadRequest, "Cannot deserialize NamespaceIsolationData: "+err.Error())
+			reply(w, nil, badBody(t, err))
 			return
 		}
 	}
