@@ -30,12 +30,10 @@ type Server struct {
 	// served are the partitions the REST producer has looked up
 	// (restproducer.go).
 	served restServed
-	// localMu guards antiAffinity, the namespaces' anti-affinity groups
-	// (nspolicies.go), and offloaded, the topics asked to offload
-	// (offload.go).
-	localMu      sync.Mutex
-	antiAffinity map[string]string
-	offloaded    map[string]bool
+	// localMu guards offloaded, the topics asked to offload (offload.go),
+	// which an admin server of the topic's owner answers.
+	localMu   sync.Mutex
+	offloaded map[string]bool
 }
 
 // Option configures a Server.

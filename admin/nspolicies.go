@@ -213,7 +213,8 @@ func (s *Server) removeTopicReplication(w http.ResponseWriter, r *http.Request) 
 // Anti-affinity groups. Pulsar keeps them in a namespace's local policies,
 // which exist apart from the namespace: a group may be set, read and
 // removed for a namespace that does not exist, and the policies document
-// does not show it. The admin server keeps them likewise.
+// does not show it. The broker's store keeps them likewise, for every
+// broker of a cluster.
 
 func (s *Server) getAntiAffinity(w http.ResponseWriter, r *http.Request) {
 	ns, err := namespaceFromPath(r)
@@ -221,9 +222,7 @@ func (s *Server) getAntiAffinity(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, err)
 		return
 	}
-	s.localMu.Lock()
-	g, ok := s.antiAffinity[ns]
-	s.localMu.Unlock()
+	g, ok := s.b.AntiAffinityGroup(ns)
 	if !ok {
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -243,12 +242,7 @@ func (s *Server) setAntiAffinity(w http.ResponseWriter, r *http.Request) {
 		err = errStatus(http.StatusPreconditionFailed, "antiAffinityGroup can't be empty")
 	}
 	if err == nil {
-		s.localMu.Lock()
-		if s.antiAffinity == nil {
-			s.antiAffinity = map[string]string{}
-		}
-		s.antiAffinity[ns] = string(body)
-		s.localMu.Unlock()
+		s.b.SetAntiAffinityGroup(ns, string(body))
 	}
 	reply(w, nil, err)
 }
@@ -256,9 +250,7 @@ func (s *Server) setAntiAffinity(w http.ResponseWriter, r *http.Request) {
 func (s *Server) removeAntiAffinity(w http.ResponseWriter, r *http.Request) {
 	ns, err := namespaceFromPath(r)
 	if err == nil {
-		s.localMu.Lock()
-		delete(s.antiAffinity, ns)
-		s.localMu.Unlock()
+		s.b.RemoveAntiAffinityGroup(ns)
 	}
 	reply(w, nil, err)
 }

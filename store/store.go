@@ -32,6 +32,10 @@ type Store struct {
 	Owners *bundles.Table
 	// Security holds the tenant admin roles and the permissions.
 	Security Security
+	// AntiAffinityGroups are the namespaces' anti-affinity groups, kept
+	// as Pulsar keeps them in a namespace's local policies: apart from the
+	// namespace, which need not exist.
+	AntiAffinityGroups map[string]string
 }
 
 // New returns an empty store.
@@ -44,6 +48,8 @@ func New() *Store {
 		NextLedger:        1,
 		Ledgers:           map[string]*Ledger{},
 		Owners:            bundles.NewTable(),
+
+		AntiAffinityGroups: map[string]string{},
 	}
 }
 

@@ -2,6 +2,8 @@ package testkit_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -90,4 +92,41 @@ func TestAClusterSharesTokensAndPermissions(t *testing.T) {
 		sendAndReceive(t, bob, topic, "bob", "from bob")
 	}
 	sendAndReceive(t, as("admin"), on1, "admin", "from the super-user")
+}
+
+// A namespace's anti-affinity group, one of its local policies, is the
+// cluster's: set through one broker's admin API, every broker answers it,
+// and removed through another, it is gone on all.
+func TestAnAntiAffinityGroupIsTheClustersOnEveryBroker(t *testing.T) {
+	c := testkit.StartCluster(t, 2)
+	admins := c.AdminURLs()
+	call := func(method, url, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(out)
+	}
+	const path = "/admin/v2/namespaces/public/default/antiAffinity"
+	if status, body := call("POST", admins[0]+path, "group-a"); status != http.StatusNoContent {
+		t.Fatalf("set at broker 0: %d %s", status, body)
+	}
+	for i, a := range admins {
+		if status, body := call("GET", a+path, ""); status != http.StatusOK || body != "group-a" {
+			t.Errorf("broker %d answers %d %q, want the group", i, status, body)
+		}
+	}
+	if status, body := call("DELETE", admins[1]+path, ""); status != http.StatusNoContent {
+		t.Fatalf("remove at broker 1: %d %s", status, body)
+	}
+	if status, _ := call("GET", admins[0]+path, ""); status != http.StatusNoContent {
+		t.Errorf("broker 0 after the removal at broker 1: %d, want 204 (none)", status)
+	}
 }
