@@ -290,6 +290,10 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 		refuse(&refusal{fail.Code, fail.Msg})
 		return
 	}
+	if r := t.subscribeRateRefusalLocked(c, sub); r != nil {
+		refuse(r)
+		return
+	}
 	s, r := t.subscriptionForLocked(c, sub, typ)
 	if r == nil {
 		r = s.attachConsumerLocked(c, sub, typ)

@@ -17,6 +17,9 @@ type Topic struct {
 	b    *Broker
 	name TopicName
 	full string
+	// subRate counts the subscribes of the subscribe rate's period
+	// (subscriberate.go).
+	subRate subscribeRate
 
 	mu        topicLock
 	ledger    uint64

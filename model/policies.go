@@ -138,8 +138,9 @@ type Policies struct {
 	// standalone's 1, 1, 1 and 1.0.
 	Persistence *Persistence
 	// SubscribeRate is subscribeRate (clusterSubscribeRate): how many
-	// subscribe requests a consumer may make in a period. Stored and served
-	// only. Default: no limit (0), a 30 s period.
+	// subscribe requests a consumer may make in a period on a persistent
+	// topic (package broker, subscriberate.go). Default: no limit (0), a
+	// 30 s period.
 	SubscribeRate *SubscribeRate
 	// ReplicationClusters are the clusters a namespace's or topic's
 	// messages are replicated to (replication, replication_clusters). A
