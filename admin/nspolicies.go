@@ -365,6 +365,15 @@ func (s *Server) nsSubscriptionRoute(r *http.Request, parts []string) (http.Hand
 	case len(parts) == 8 && r.Method == http.MethodDelete && parts[5] == "permissions":
 		h, pattern = s.revokeSubscriptionPermission, ns+"permissions/{sub}/{role}"
 		names[7] = "role"
+	case len(parts) == 7 && r.Method == http.MethodPost && parts[6] == "clearBacklog":
+		h, pattern = s.clearBundleBacklog, ns+"{bundle}/clearBacklog"
+		names = map[int]string{3: "tenant", 4: "ns", 5: "bundle"}
+	case len(parts) == 8 && r.Method == http.MethodPost && parts[6] == "clearBacklog":
+		h, pattern = s.clearBundleBacklog, ns+"{bundle}/clearBacklog/{sub}"
+		names = map[int]string{3: "tenant", 4: "ns", 5: "bundle", 7: "sub"}
+	case len(parts) == 8 && r.Method == http.MethodPost && parts[6] == "unsubscribe":
+		h, pattern = s.unsubscribeBundle, ns+"{bundle}/unsubscribe/{sub}"
+		names = map[int]string{3: "tenant", 4: "ns", 5: "bundle", 7: "sub"}
 	default:
 		return nil, ""
 	}
@@ -390,8 +399,15 @@ func (s *Server) clearNamespaceBacklog(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, err)
 		return
 	}
-	sub := r.PathValue("sub")
-	for _, topic := range s.namespaceSubscriptionTopics(ns) {
+	reply(w, nil, s.clearBacklogOf(s.namespaceSubscriptionTopics(ns), r.PathValue("sub")))
+}
+
+// clearBacklogOf clears the backlog of every subscription of topics, or of
+// the one named, which every topic must have (500 otherwise, as Pulsar's
+// "Cursor not found").
+func (s *Server) clearBacklogOf(topics []string, sub string) error {
+	var err error
+	for _, topic := range topics {
 		subs, serr := s.b.Subscriptions(topic)
 		if serr != nil {
 			continue // gone meanwhile
@@ -409,7 +425,7 @@ func (s *Server) clearNamespaceBacklog(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	reply(w, nil, err)
+	return err
 }
 
 // unsubscribeNamespace deletes the subscription from every topic of the
@@ -420,8 +436,14 @@ func (s *Server) unsubscribeNamespace(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, err)
 		return
 	}
-	sub := r.PathValue("sub")
-	for _, topic := range s.namespaceSubscriptionTopics(ns) {
+	reply(w, nil, s.unsubscribeFrom(s.namespaceSubscriptionTopics(ns), r.PathValue("sub")))
+}
+
+// unsubscribeFrom deletes subscription sub from every one of topics that
+// has it.
+func (s *Server) unsubscribeFrom(topics []string, sub string) error {
+	var err error
+	for _, topic := range topics {
 		subs, serr := s.b.Subscriptions(topic)
 		if serr != nil || !slices.Contains(subs, sub) {
 			continue
@@ -430,7 +452,63 @@ func (s *Server) unsubscribeNamespace(w http.ResponseWriter, r *http.Request) {
 			err = derr
 		}
 	}
-	reply(w, nil, err)
+	return err
+}
+
+// The per-bundle forms: the same for the namespace's topics in one bundle,
+// at the bundle's owner. As Pulsar's validateBundleOwnership, they look no
+// bundle up: another broker's bundle is redirected to, a bundle nobody owns
+// is refused with 412. A lone broker owns the bundles its namespace's
+// topics fall in (Pulsar's standalone owns a bundle once one of its topics
+// was loaded).
+
+func (s *Server) clearBundleBacklog(w http.ResponseWriter, r *http.Request) {
+	if topics, ok := s.bundleTopics(w, r); ok {
+		reply(w, nil, s.clearBacklogOf(topics, r.PathValue("sub")))
+	}
+}
+
+func (s *Server) unsubscribeBundle(w http.ResponseWriter, r *http.Request) {
+	if topics, ok := s.bundleTopics(w, r); ok {
+		reply(w, nil, s.unsubscribeFrom(topics, r.PathValue("sub")))
+	}
+}
+
+// bundleTopics returns the persistent topics of the path's bundle when this
+// broker owns it; otherwise it answers (a missing namespace, an invalid
+// range, a redirect to the owner, no owner) and returns false.
+func (s *Server) bundleTopics(w http.ResponseWriter, r *http.Request) ([]string, bool) {
+	ns, err := namespaceFromPath(r)
+	if err == nil && !s.b.NamespaceExists(ns) {
+		err = broker.ErrNamespaceNotFound
+	}
+	var bd broker.Bundle
+	if err == nil {
+		bd, err = broker.ParseBundleRange(ns, r.PathValue("bundle"))
+	}
+	if err == nil {
+		err = s.b.CheckBundle(bd)
+	}
+	if err != nil {
+		reply(w, nil, splitError(err))
+		return nil, false
+	}
+	var topics []string
+	for _, topic := range s.namespaceSubscriptionTopics(ns) {
+		if in, berr := s.b.BundleOf(topic); berr == nil && in == bd {
+			topics = append(topics, topic)
+		}
+	}
+	owner, owned := s.b.BundleOwner(bd)
+	switch {
+	case owned && !owner.Self:
+		s.redirectBundle(w, r, owner)
+		return nil, false
+	case !owned && (len(s.b.Brokers()) > 1 || len(topics) == 0):
+		httpError(w, http.StatusPreconditionFailed, "Failed to find ownership for ServiceUnit:"+bd.String())
+		return nil, false
+	}
+	return topics, true
 }
 
 // namespaceDocExtras adds to a namespace's policies document what the

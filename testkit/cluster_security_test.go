@@ -130,3 +130,40 @@ func TestAnAntiAffinityGroupIsTheClustersOnEveryBroker(t *testing.T) {
 		t.Errorf("broker 0 after the removal at broker 1: %d, want 204 (none)", status)
 	}
 }
+
+// A bundle's backlog is cleared at its owner: another broker of the cluster
+// redirects the request there, and a bundle nobody owns is refused.
+func TestABundlesBacklogIsClearedAtItsOwner(t *testing.T) {
+	c := testkit.StartCluster(t, 2)
+	const topic = "persistent://public/default/bundle-backlog"
+	c.Move(topic, 1)
+	client := c.Client()
+	sendAndReceive(t, client, topic, "warm-up", "first")
+	cons, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons.Close()
+	c.Broker(1).Publish(topic, testkit.ProducerMessage{Payload: []byte("backlog")})
+	path := "/admin/v2/namespaces/" + c.Bundle(topic) + "/clearBacklog/s"
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Post(c.AdminURLs()[0]+path, "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTemporaryRedirect || !strings.HasPrefix(resp.Header.Get("Location"), c.AdminURLs()[1]) {
+		t.Fatalf("at the other broker: %s to %q, want a redirect to broker 1", resp.Status, resp.Header.Get("Location"))
+	}
+	resp, err = http.Post(c.AdminURLs()[0]+path, "application/json", nil) // following it
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("followed to the owner: %s", resp.Status)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c.Broker(1).WaitBacklog(ctx, topic, "s", 0)
+}
