@@ -247,6 +247,34 @@ func (s *Server) setAntiAffinity(w http.ResponseWriter, r *http.Request) {
 	reply(w, nil, err)
 }
 
+// antiAffineNamespaces lists the namespaces of the tenant the query names
+// whose anti-affinity group is the path's (letter case aside), with
+// Pulsar's refusals: no tenant, an empty group, a cluster that does not
+// exist.
+func (s *Server) antiAffineNamespaces(w http.ResponseWriter, r *http.Request) {
+	tenant, group := r.URL.Query().Get("tenant"), r.PathValue("group")
+	switch {
+	case tenant == "":
+		reply(w, nil, errStatus(http.StatusBadRequest, "Tenant should not be null"))
+		return
+	case strings.TrimSpace(group) == "":
+		reply(w, nil, errStatus(http.StatusPreconditionFailed, "anti-affinity group can't be empty."))
+		return
+	}
+	if _, ok := s.b.Cluster(r.PathValue("cluster")); !ok {
+		reply(w, nil, errStatus(http.StatusPreconditionFailed, "Cluster "+r.PathValue("cluster")+" does not exist."))
+		return
+	}
+	out := []string{}
+	namespaces, _ := s.b.Namespaces(tenant) // an unknown tenant has none
+	for _, ns := range namespaces {
+		if g, ok := s.b.AntiAffinityGroup(ns); ok && strings.EqualFold(g, group) {
+			out = append(out, ns)
+		}
+	}
+	reply(w, out, nil)
+}
+
 func (s *Server) removeAntiAffinity(w http.ResponseWriter, r *http.Request) {
 	ns, err := namespaceFromPath(r)
 	if err == nil {
@@ -350,7 +378,7 @@ func (s *Server) revokeSubscriptionPermission(w http.ResponseWriter, r *http.Req
 // They are routed by hand: as mux patterns they would collide with the
 // topic routes (.../{topic}/partitions, .../{topic}/permissions/{role}).
 func (s *Server) nsSubscriptionRoute(r *http.Request, parts []string) (http.Handler, string) {
-	if len(parts) < 7 || parts[0] != "admin" || parts[1] != "v2" || parts[2] != "namespaces" {
+	if len(parts) < 6 || parts[0] != "admin" || parts[1] != "v2" || parts[2] != "namespaces" {
 		return nil, ""
 	}
 	const ns = "/admin/v2/namespaces/{tenant}/{ns}/"
@@ -365,6 +393,9 @@ func (s *Server) nsSubscriptionRoute(r *http.Request, parts []string) (http.Hand
 	case len(parts) == 8 && r.Method == http.MethodDelete && parts[5] == "permissions":
 		h, pattern = s.revokeSubscriptionPermission, ns+"permissions/{sub}/{role}"
 		names[7] = "role"
+	case len(parts) == 6 && r.Method == http.MethodGet && parts[4] == "antiAffinity":
+		h, pattern = s.antiAffineNamespaces, "/admin/v2/namespaces/{cluster}/antiAffinity/{group}"
+		names = map[int]string{3: "cluster", 5: "group"}
 	case len(parts) == 7 && r.Method == http.MethodPost && parts[6] == "clearBacklog":
 		h, pattern = s.clearBundleBacklog, ns+"{bundle}/clearBacklog"
 		names = map[int]string{3: "tenant", 4: "ns", 5: "bundle"}
