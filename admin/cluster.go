@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"maps"
 	"net/http"
 	"net/url"
 	"sort"
@@ -235,22 +236,45 @@ func (s *Server) clusterOwnedNamespaces(w http.ResponseWriter, r *http.Request) 
 
 // runtimeConfiguration answers the broker's settings by Pulsar's names, as
 // strings: those pulsarsim has, the broker-level policies among them, with
-// the settings changed at run time that pulsarsim applies.
+// the settings changed at run time that pulsarsim applies; then the other
+// settings changed at run time, as they were set.
 func (s *Server) runtimeConfiguration(w http.ResponseWriter, r *http.Request) {
 	p := s.b.BrokerPolicies()
 	a := s.b.BrokerAutoTopicCreation()
-	conf := map[string]string{
+	itoa := strconv.Itoa
+	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
+	in := p.InactiveTopics
+	conf := map[string]string{}
+	for name, value := range s.b.DynamicConfig() {
+		conf[name] = value
+	}
+	maps.Copy(conf, map[string]string{
 		"clusterName":                         s.b.ClusterName(),
 		"isRunningStandalone":                 "true",
 		"schemaCompatibilityStrategy":         string(*p.SchemaCompatibilityStrategy),
 		"isAllowAutoUpdateSchemaEnabled":      strconv.FormatBool(*p.AllowAutoUpdateSchema),
 		"isSchemaValidationEnforced":          strconv.FormatBool(*p.SchemaValidationEnforced),
-		"ttlDurationDefaultInSeconds":         strconv.Itoa(*p.MessageTTLSeconds),
+		"ttlDurationDefaultInSeconds":         itoa(*p.MessageTTLSeconds),
 		"allowAutoTopicCreation":              strconv.FormatBool(a.Allow),
 		"allowAutoTopicCreationType":          string(a.Type),
-		"defaultNumPartitions":                strconv.Itoa(a.DefaultNumPartitions),
-		"maxNumPartitionsPerPartitionedTopic": strconv.Itoa(s.b.MaxPartitionsPerTopic()),
-	}
+		"defaultNumPartitions":                itoa(a.DefaultNumPartitions),
+		"maxNumPartitionsPerPartitionedTopic": itoa(s.b.MaxPartitionsPerTopic()),
+		"defaultNumberOfNamespaceBundles":     itoa(s.b.DefaultNamespaceBundles()),
+
+		"dispatchThrottlingRatePerTopicInMsg":                  itoa(p.DispatchRate.Messages),
+		"dispatchThrottlingRatePerTopicInByte":                 i64(p.DispatchRate.Bytes),
+		"dispatchThrottlingRatePerSubscriptionInMsg":           itoa(p.SubscriptionDispatchRate.Messages),
+		"dispatchThrottlingRatePerSubscriptionInByte":          i64(p.SubscriptionDispatchRate.Bytes),
+		"dispatchThrottlingRatePerReplicatorInMsg":             itoa(p.ReplicatorDispatchRate.Messages),
+		"dispatchThrottlingRatePerReplicatorInByte":            i64(p.ReplicatorDispatchRate.Bytes),
+		"maxPublishRatePerTopicInMessages":                     itoa(p.PublishRate.Messages),
+		"maxPublishRatePerTopicInBytes":                        i64(p.PublishRate.Bytes),
+		"subscribeThrottlingRatePerConsumer":                   itoa(p.SubscribeRate.PerConsumer),
+		"subscribeRatePeriodPerConsumerInSecond":               itoa(p.SubscribeRate.PeriodSeconds),
+		"brokerDeleteInactiveTopicsEnabled":                    strconv.FormatBool(in.DeleteWhileInactive),
+		"brokerDeleteInactiveTopicsMaxInactiveDurationSeconds": itoa(in.MaxInactiveDurationSeconds),
+		"brokerDeleteInactiveTopicsMode":                       string(in.Mode),
+	})
 	reply(w, conf, nil)
 }
 

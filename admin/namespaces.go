@@ -81,7 +81,7 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {
 	var numBundles int
 	var boundaries []uint32
 	if err == nil {
-		numBundles, boundaries, err = creationBundles(body)
+		numBundles, boundaries, err = creationBundles(body, s.b.DefaultNamespaceBundles())
 	}
 	if err == nil {
 		err = s.b.CreateNamespace(ns)

@@ -161,11 +161,11 @@ func readPositions(r *http.Request) ([]int64, error) {
 // policies' `bundles`: numBundles equal ranges, or the ranges between the
 // boundaries given (hex strings, sorted and taken once each, which must
 // cover the whole hash range: 400 otherwise, in Pulsar's words). None, or
-// a count below 1, is the broker's default.
-func creationBundles(body namespaceCreation) (n int, boundaries []uint32, err error) {
+// a count below 1, is def, the broker's default.
+func creationBundles(body namespaceCreation, def int) (n int, boundaries []uint32, err error) {
 	raw, ok := body.policies["bundles"]
 	if !ok || string(raw) == "null" {
-		return broker.DefaultBundles, nil, nil
+		return def, nil, nil
 	}
 	var data struct {
 		Boundaries []string `json:"boundaries"`
@@ -175,7 +175,7 @@ func creationBundles(body namespaceCreation) (n int, boundaries []uint32, err er
 		return 0, nil, errStatus(http.StatusBadRequest, "Invalid JSON body: "+err.Error())
 	}
 	if data.NumBundles <= 0 {
-		return broker.DefaultBundles, nil, nil
+		return def, nil, nil
 	}
 	if len(data.Boundaries) == 0 {
 		return data.NumBundles, nil, nil

@@ -134,3 +134,35 @@ func TestOneSubscriptionsOwnDispatchRate(t *testing.T) {
 		return sentTo(b, topic, "slow") == 9 && sentTo(b, topic, "other") == 8
 	})
 }
+
+// The broker-level dispatch rates set at run time reach a topic already
+// loaded, with a consumer connected: the subscription's rate lets a
+// period's messages out; removing it lets the rest go at once.
+func TestDynamicSubscriptionDispatchRateReachesALoadedTopic(t *testing.T) {
+	b := testkit.Start(t)
+	ctx := testCtx(t)
+	const topic = "persistent://public/default/dynamic-dispatch-rate"
+	b.CreateSubscription(topic, "s", broker.Earliest)
+	cons := subscribe(t, b.Client(), pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	b.Publish(topic, broker.ProducerMessage{Payload: []byte("before")})
+	cons.Ack(receive(t, ctx, cons))
+	b.SetDynamicConfig("dispatchThrottlingRatePerSubscriptionInMsg", "2")
+	for range 6 {
+		b.Publish(topic, broker.ProducerMessage{Payload: []byte("m")})
+	}
+	for range 2 {
+		cons.Ack(receive(t, ctx, cons))
+	}
+	b.WaitBacklog(ctx, topic, "s", 4)
+	if n := sentTo(b, topic, "s"); n != 3 {
+		t.Fatalf("%d sent with a rate of 2 a period, want 3 (1 before it)", n)
+	}
+	b.Advance(time.Second)
+	b.WaitFor(ctx, "the next period's two", func() bool { return sentTo(b, topic, "s") == 5 })
+	ackReceived(cons)
+	b.DeleteDynamicConfig("dispatchThrottlingRatePerSubscriptionInMsg")
+	b.WaitFor(ctx, "the rest once the rate is removed", func() bool { return sentTo(b, topic, "s") == 7 })
+	if got := b.AppliedPolicies(topic).SubscriptionDispatchRate.Messages; got != 0 {
+		t.Fatalf("applied subscription dispatch rate %d after the removal, want 0", got)
+	}
+}

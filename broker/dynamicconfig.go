@@ -15,10 +15,13 @@ import (
 // only check Pulsar makes is loadManagerClassName's (a class it can load);
 // a value that does not parse is kept and not applied.
 //
-// pulsarsim applies the settings of topic creation on first use
-// (allowAutoTopicCreation, allowAutoTopicCreationType, defaultNumPartitions,
-// maxNumPartitionsPerPartitionedTopic) at once; the others are kept and
-// served only.
+// pulsarsim applies at once, to the topics already loaded too, the
+// settings a standalone applies at run time to what pulsarsim has: topic
+// creation on first use (allowAutoTopicCreation, allowAutoTopicCreationType,
+// defaultNumPartitions, maxNumPartitionsPerPartitionedTopic), the
+// defaults of the topic policies dynamicPolicies lists, and
+// defaultNumberOfNamespaceBundles for the namespaces created after. The
+// others are kept and served only.
 
 // dynamicConfigNames are the settings Pulsar 4.0.8 lets the admin API
 // change at run time (BrokerService.getDynamicConfiguration).
@@ -141,8 +144,9 @@ func (b *Broker) SetDynamicConfig(name, value string) error {
 	}
 	m := b.meta
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.dynamic[name] = value
+	m.mu.Unlock()
+	b.dynamicChanged()
 	return nil
 }
 
@@ -155,8 +159,9 @@ func (b *Broker) DeleteDynamicConfig(name string) error {
 	}
 	m := b.meta
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	delete(m.dynamic, name)
+	m.mu.Unlock()
+	b.dynamicChanged()
 	return nil
 }
 
@@ -167,6 +172,10 @@ func (b *Broker) DeleteDynamicConfig(name string) error {
 func (m *clusterMeta) dynamicAutoTopicCreation(a AutoTopicCreation, maxPartitions int) (AutoTopicCreation, int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.autoTopicCreationLocked(a), m.intLocked("maxNumPartitionsPerPartitionedTopic", maxPartitions)
+}
+
+func (m *clusterMeta) autoTopicCreationLocked(a AutoTopicCreation) AutoTopicCreation {
 	if v, ok := m.dynamic["allowAutoTopicCreation"]; ok {
 		a.Allow = strings.EqualFold(v, "true")
 	}
@@ -175,11 +184,97 @@ func (m *clusterMeta) dynamicAutoTopicCreation(a AutoTopicCreation, maxPartition
 			a.Type = t
 		}
 	}
-	if n, err := strconv.ParseInt(m.dynamic["defaultNumPartitions"], 10, 32); err == nil {
-		a.DefaultNumPartitions = int(n)
+	a.DefaultNumPartitions = m.intLocked("defaultNumPartitions", a.DefaultNumPartitions)
+	return a
+}
+
+// dynamicPolicies returns the broker-level policies base with the settings
+// set at run time that a broker applies to its topics in their place: the
+// per-topic, per-subscription and per-replicator dispatch rates
+// (dispatchThrottlingRatePer{Topic,Subscription,Replicator}In{Msg,Byte}),
+// the publish rate per topic (maxPublishRatePerTopicIn{Messages,Bytes}),
+// the subscribe rate (subscribeThrottlingRatePerConsumer,
+// subscribeRatePeriodPerConsumerInSecond), isAllowAutoUpdateSchemaEnabled
+// (for the namespaces that do not set theirs), the inactive-topic policy (brokerDeleteInactiveTopicsEnabled,
+// ...MaxInactiveDurationSeconds, ...Mode) and topic creation on first use.
+// A setting set alone keeps its partner's configured value, as Pulsar
+// builds each rate from both fields of its ServiceConfiguration.
+func (m *clusterMeta) dynamicPolicies(base Policies) Policies {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.dynamic) == 0 {
+		return base
 	}
-	if n, err := strconv.ParseInt(m.dynamic["maxNumPartitionsPerPartitionedTopic"], 10, 32); err == nil {
-		maxPartitions = int(n)
+	p := base.Clone()
+	rate := func(r *DispatchRate, msgs, bytes string) {
+		r.Messages = m.intLocked(msgs, r.Messages)
+		r.Bytes = m.int64Locked(bytes, r.Bytes)
 	}
-	return a, maxPartitions
+	rate(p.DispatchRate, "dispatchThrottlingRatePerTopicInMsg", "dispatchThrottlingRatePerTopicInByte")
+	rate(p.SubscriptionDispatchRate, "dispatchThrottlingRatePerSubscriptionInMsg", "dispatchThrottlingRatePerSubscriptionInByte")
+	rate(p.ReplicatorDispatchRate, "dispatchThrottlingRatePerReplicatorInMsg", "dispatchThrottlingRatePerReplicatorInByte")
+	p.PublishRate.Messages = m.intLocked("maxPublishRatePerTopicInMessages", p.PublishRate.Messages)
+	p.PublishRate.Bytes = m.int64Locked("maxPublishRatePerTopicInBytes", p.PublishRate.Bytes)
+	p.SubscribeRate.PerConsumer = m.intLocked("subscribeThrottlingRatePerConsumer", p.SubscribeRate.PerConsumer)
+	p.SubscribeRate.PeriodSeconds = m.intLocked("subscribeRatePeriodPerConsumerInSecond", p.SubscribeRate.PeriodSeconds)
+	*p.AllowAutoUpdateSchema = m.boolLocked("isAllowAutoUpdateSchemaEnabled", *p.AllowAutoUpdateSchema)
+	in := p.InactiveTopics
+	in.DeleteWhileInactive = m.boolLocked("brokerDeleteInactiveTopicsEnabled", in.DeleteWhileInactive)
+	in.MaxInactiveDurationSeconds = m.intLocked("brokerDeleteInactiveTopicsMaxInactiveDurationSeconds", in.MaxInactiveDurationSeconds)
+	if v, ok := m.dynamic["brokerDeleteInactiveTopicsMode"]; ok && InactiveTopicDeleteMode(v).Valid() {
+		in.Mode = InactiveTopicDeleteMode(v)
+	}
+	*p.AutoTopicCreation = m.autoTopicCreationLocked(*p.AutoTopicCreation)
+	return p
+}
+
+// dynamicBundles returns defaultNumberOfNamespaceBundles as set at run
+// time, 0 when it is not (or is not a positive number).
+func (m *clusterMeta) dynamicBundles() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return max(m.intLocked("defaultNumberOfNamespaceBundles", 0), 0)
+}
+
+// intLocked returns the setting name set at run time as an int, or def
+// when it is not set or does not parse (Integer.valueOf).
+func (m *clusterMeta) intLocked(name string, def int) int {
+	n, err := strconv.ParseInt(m.dynamic[name], 10, 32)
+	if err != nil {
+		return def
+	}
+	return int(n)
+}
+
+// int64Locked is intLocked for a long setting (Long.valueOf).
+func (m *clusterMeta) int64Locked(name string, def int64) int64 {
+	n, err := strconv.ParseInt(m.dynamic[name], 10, 64)
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+// boolLocked returns the boolean setting name set at run time, or def when
+// it is not set; as Boolean.valueOf, anything but "true" is false.
+func (m *clusterMeta) boolLocked(name string, def bool) bool {
+	v, ok := m.dynamic[name]
+	if !ok {
+		return def
+	}
+	return strings.EqualFold(v, "true")
+}
+
+// dynamicChanged makes every broker of the cluster apply the settings now
+// in force: the topics' cached policies are resolved again and each
+// subscription dispatches what they allow, as Pulsar's configuration
+// listeners update each topic's limiters.
+func (b *Broker) dynamicChanged() {
+	b.mu.Lock()
+	b.data.PolicyGen.Add(1)
+	members := slices.Collect(maps.Values(b.members))
+	b.mu.Unlock()
+	for _, m := range members {
+		m.reapplyPolicies(func(TopicName) bool { return true })
+	}
 }

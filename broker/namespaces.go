@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pulsarsim/pulsarsim/bundles"
 	"github.com/pulsarsim/pulsarsim/model"
 )
 
@@ -91,7 +92,20 @@ func (b *Broker) CreateNamespace(ns string) error {
 		return ErrNamespaceExists
 	}
 	r.Namespaces[ns] = true
+	if n := b.meta.dynamicBundles(); n > 0 {
+		b.data.Owners.SetBoundaries(ns, bundles.Boundaries(n))
+	}
 	return nil
+}
+
+// DefaultNamespaceBundles returns the number of bundles a namespace created
+// without a count gets: defaultNumberOfNamespaceBundles as set at run time,
+// else DefaultBundles.
+func (b *Broker) DefaultNamespaceBundles() int {
+	if n := b.meta.dynamicBundles(); n > 0 {
+		return n
+	}
+	return DefaultBundles
 }
 
 // namespaceExistsLocked reports whether ns is registered.

@@ -165,8 +165,9 @@ func (b *Broker) AppliedPolicies(topic string) (Policies, error) {
 }
 
 // BrokerPolicies returns the broker-level policies: the defaults that apply
-// where neither a topic nor its namespace sets a policy. Every field is set.
-func (b *Broker) BrokerPolicies() Policies { return b.cfg.policies.Clone() }
+// where neither a topic nor its namespace sets a policy, with the settings
+// changed at run time applied (dynamicconfig.go). Every field is set.
+func (b *Broker) BrokerPolicies() Policies { return b.meta.dynamicPolicies(b.cfg.policies).Clone() }
 
 // appliedPolicies resolves the policies in force for tn.
 func (b *Broker) appliedPolicies(tn TopicName) Policies {
@@ -176,7 +177,7 @@ func (b *Broker) appliedPolicies(tn TopicName) Policies {
 }
 
 func (b *Broker) appliedPoliciesLocked(tn TopicName) Policies {
-	return b.data.TopicPolicies[tn.Base().String()].Or(b.data.NamespacePolicies[tn.NamespaceName()]).Or(b.cfg.policies)
+	return b.data.TopicPolicies[tn.Base().String()].Or(b.data.NamespacePolicies[tn.NamespaceName()]).Or(b.meta.dynamicPolicies(b.cfg.policies))
 }
 
 // policiesLocked returns the policies in force for the topic, resolved

@@ -243,3 +243,101 @@ func TestDifferentialUnknownRoutes(t *testing.T) {
 	want := runMetaSteps(t, realAdmin, run, steps)
 	sameOnBoth(t, want, got)
 }
+
+// dynamicPolicySettings are settings a standalone applies at run time as
+// the broker-level defaults of topic policies, with values large enough to
+// throttle nothing else the oracle runs.
+var dynamicPolicySettings = [][2]string{
+	{"dispatchThrottlingRatePerTopicInMsg", "70000"},
+	{"dispatchThrottlingRatePerTopicInByte", "700000000"},
+	{"dispatchThrottlingRateRelativeToPublishRate", "true"},
+	{"dispatchThrottlingRatePerSubscriptionInMsg", "50000"},
+	{"dispatchThrottlingRatePerReplicatorInByte", "900000000"},
+	{"maxPublishRatePerTopicInMessages", "110000"},
+	{"subscribeThrottlingRatePerConsumer", "3000"},
+	{"subscribeRatePeriodPerConsumerInSecond", "9"},
+	{"brokerDeleteInactiveTopicsEnabled", "false"},
+	{"brokerDeleteInactiveTopicsMaxInactiveDurationSeconds", "77"},
+	{"brokerDeleteInactiveTopicsMode", "delete_when_subscriptions_caught_up"},
+	{"defaultNumberOfNamespaceBundles", "6"},
+	{"isAllowAutoUpdateSchemaEnabled", "false"},
+}
+
+// TestDifferentialDynamicBrokerPolicies sets, at run time, the settings
+// that are the broker-level defaults of topic policies, the default bundle
+// count and auto-update of schemas, and compares what both brokers then
+// apply: the applied policies of a topic loaded before and of one created
+// after, the bundles of a namespace created after, whether a namespace
+// created before or after lets a producer register a new schema; then the
+// same once the settings are removed again.
+func TestDifferentialDynamicBrokerPolicies(t *testing.T) {
+	sameStoryOnBoth(t, func(t *testing.T, tg *scenarios.Target, admin string) []string {
+		const c = "/admin/v2/brokers/configuration"
+		t.Cleanup(func() {
+			for _, kv := range dynamicPolicySettings {
+				adminCall(t, "DELETE", admin+c+"/"+kv[0], "")
+			}
+		})
+		client := tg.Client()
+		suffix := strings.TrimPrefix(tg.Topic("dyn"), "persistent://public/default/dyn")
+		var story []string
+		get := func(what, path string) {
+			st, body := adminCall(t, "GET", admin+path, "")
+			story = append(story, what+": "+http.StatusText(st)+" "+canonicalKeys(t, []byte(body), nil))
+		}
+		applied := func(when, topic string) {
+			path := "/admin/v2/persistent/" + strings.TrimPrefix(topic, "persistent://")
+			for _, p := range []string{"dispatchRate", "subscriptionDispatchRate", "replicatorDispatchRate",
+				"publishRate", "subscribeRate", "inactiveTopicPolicies"} {
+				get(when+" "+p, path+"/"+p+"?applied=true")
+			}
+		}
+		produce := func(topic string, schema pulsar.Schema) string {
+			p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, Schema: schema, SendTimeout: 5 * time.Second})
+			if err != nil {
+				return "refused"
+			}
+			p.Close()
+			return "created"
+		}
+		schemaStory := func(when, topic string) {
+			a := produce(topic, pulsar.NewJSONSchema(`{"type":"record","name":"R","fields":[{"name":"A","type":"int"}]}`, nil))
+			b := produce(topic, pulsar.NewJSONSchema(`{"type":"record","name":"R","fields":[{"name":"A","type":"int"},{"name":"B","type":["null","string"],"default":null}]}`, nil))
+			story = append(story, when+": a first schema "+a+", a second "+b)
+		}
+		loaded := tg.Topic("dyn-loaded")
+		p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: loaded})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		nsBefore := "public/dyn-before" + suffix
+		adminCall(t, "PUT", admin+"/admin/v2/namespaces/"+nsBefore, "")
+		for _, kv := range dynamicPolicySettings {
+			st, _ := adminCall(t, "POST", admin+c+"/"+kv[0]+"/"+kv[1], "")
+			story = append(story, "set "+kv[0]+": "+http.StatusText(st))
+		}
+		last := dynamicPolicySettings[len(dynamicPolicySettings)-1]
+		waitRuntime(t, admin, last[0], last[1])
+		applied("loaded before", loaded)
+		created := tg.Topic("dyn-created")
+		adminCall(t, "PUT", admin+"/admin/v2/persistent/"+strings.TrimPrefix(created, "persistent://"), "")
+		applied("created after", created)
+		nsAfter := "public/dyn-after" + suffix
+		adminCall(t, "PUT", admin+"/admin/v2/namespaces/"+nsAfter, "")
+		get("bundles of a namespace created after", "/admin/v2/namespaces/"+nsAfter+"/bundles")
+		get("auto update of a namespace created before", "/admin/v2/namespaces/"+nsBefore+"/isAllowAutoUpdateSchema")
+		get("auto update of a namespace created after", "/admin/v2/namespaces/"+nsAfter+"/isAllowAutoUpdateSchema")
+		schemaStory("namespace created before", "persistent://"+nsBefore+"/schema")
+		schemaStory("namespace created after", "persistent://"+nsAfter+"/schema")
+		for _, kv := range dynamicPolicySettings {
+			adminCall(t, "DELETE", admin+c+"/"+kv[0], "")
+		}
+		waitRuntime(t, admin, last[0], "true")
+		applied("after removing them", loaded)
+		nsLast := "public/dyn-last" + suffix
+		adminCall(t, "PUT", admin+"/admin/v2/namespaces/"+nsLast, "")
+		get("bundles once removed", "/admin/v2/namespaces/"+nsLast+"/bundles")
+		return story
+	})
+}

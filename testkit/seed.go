@@ -203,3 +203,24 @@ func (b *Broker) CompactionStatus(topic string) CompactionStatus {
 	}
 	return st
 }
+
+// SetDynamicConfig changes a broker setting at run time, as `pulsar-admin
+// brokers update-dynamic-config` does, for every broker of the cluster:
+// the settings a standalone applies at run time (the broker-level rates,
+// the inactive-topic policy, topic creation...) reach the loaded topics at
+// once. A setting that is not dynamic fails the test.
+func (b *Broker) SetDynamicConfig(name, value string) {
+	b.tb.Helper()
+	if err := b.srv.SetDynamicConfig(name, value); err != nil {
+		b.tb.Fatalf("pulsarsim: dynamic setting %s=%s: %v", name, value, err)
+	}
+}
+
+// DeleteDynamicConfig removes a setting changed at run time: the broker's
+// own applies again.
+func (b *Broker) DeleteDynamicConfig(name string) {
+	b.tb.Helper()
+	if err := b.srv.DeleteDynamicConfig(name); err != nil {
+		b.tb.Fatalf("pulsarsim: dynamic setting %s: %v", name, err)
+	}
+}
