@@ -33,7 +33,12 @@ import (
 )
 
 func main() {
-	err := run(os.Args[1:])
+	var err error
+	if addr, ok := dockerAPIAddr(os.Args[1:]); ok {
+		err = serveDockerAPI(addr, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	} else {
+		err = run(os.Args[1:])
+	}
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		// -h and -help print the usage and ask for nothing else.
@@ -48,6 +53,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("pulsarsim", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:6650", "address to serve the Pulsar binary protocol on")
 	httpAddr := fs.String("http", "127.0.0.1:8080", "address to serve the admin HTTP API on (empty: none)")
+	fs.String("docker-api", "", "serve the Docker Engine API here instead (unix:///path or host:port): containers of Pulsar images run as pulsarsim brokers, for Testcontainers and docker-py tests (set DOCKER_HOST to it)")
 	maxMsg := fs.Int("max-message-size", 5*1024*1024, "maxMessageSize in bytes, advertised to clients")
 	autoCreate := fs.Bool("auto-create-topics", true, "create topics on first use")
 	autoTopicType := fs.String("auto-topic-creation-type", string(broker.TopicTypeNonPartitioned),

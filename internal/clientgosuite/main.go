@@ -139,6 +139,23 @@ func run() error {
 	if err := waitListening(suiteAddrs...); err != nil {
 		return err
 	}
+	// The tests that start a Pulsar container with Testcontainers get one
+	// from pulsarsim's Docker Engine API, a pulsarsim process each.
+	dockerSock := filepath.Join(tmp, "docker.sock")
+	docker := exec.Command(simBin, "-docker-api", "unix://"+dockerSock)
+	docker.Stdout, docker.Stderr = simLog, simLog
+	if err := docker.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		_ = docker.Process.Signal(os.Interrupt)
+		_ = docker.Wait()
+	}()
+	if err := waitSocket(dockerSock); err != nil {
+		return err
+	}
+	os.Setenv("DOCKER_HOST", "unix://"+dockerSock)
+	os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
 	if err := grantAsTestService(mod); err != nil {
 		return fmt.Errorf("configuring pulsarsim as pulsar-test-service-start.sh does: %w", err)
 	}
@@ -392,4 +409,20 @@ func cell(s string) string {
 		s = s[:200] + "…"
 	}
 	return s
+}
+
+// waitSocket waits up to 10 s for a unix socket to accept connections.
+func waitSocket(path string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("unix", path, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pulsarsim's Docker Engine API is not listening on %s", path)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -10,6 +10,11 @@ var sharedState = map[string]string{
 	// Both POST and then DELETE public/default's backlog quota.
 	"TestSendTimeout":        "public/default backlog quota",
 	"TestSendContextExpired": "public/default backlog quota",
+	// Both run the container named pulsar-test on host ports 6659 and 8089
+	// (Testcontainers' Reuse: the second finds the first's), and each
+	// terminates it at its end.
+	"TestReconnectConsumer":            "the pulsar-test container",
+	"TestReconnectedBrokerSendPermits": "the pulsar-test container",
 }
 
 // stateLocks serializes the tests of each sharedState name.
