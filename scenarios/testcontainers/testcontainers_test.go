@@ -248,7 +248,8 @@ func exists(path string) bool {
 // The docker command-line client (as CI scripts run a standalone: `docker
 // run -d -p 6650:6650 -p 8080:8080 apachepulsar/pulsar ...`) runs, lists,
 // logs, stops, starts and removes a Pulsar container, and pulsar-client-go
-// produces and consumes on its ports.
+// produces and consumes on its ports; run attached with --rm, it streams
+// the broker's output until the container stops, and the container goes.
 func TestDockerCLIRunsAStandalone(t *testing.T) {
 	need(t, "docker", "go")
 	host, c := dockerAPI(t)
@@ -286,6 +287,30 @@ func TestDockerCLIRunsAStandalone(t *testing.T) {
 	docker("rm", "-f", "cli-standalone")
 	if left := containers(t, c); len(left) != 0 {
 		t.Fatalf("containers after docker rm -f: %v", left)
+	}
+
+	// Attached, as the quick start runs it (`docker run --rm ... bin/pulsar
+	// standalone` in a terminal): the broker's output streams to the
+	// client until the container is stopped, which --rm then removes.
+	attached := exec.Command("docker", "run", "--rm", "--name", "cli-attached", "-p", broker+":6650", "-p", web+":8080",
+		"apachepulsar/pulsar:4.0.8", "bin/pulsar", "standalone")
+	attached.Env = append(os.Environ(), "DOCKER_HOST="+host)
+	var out strings.Builder
+	attached.Stdout, attached.Stderr = &out, &out
+	if err := attached.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitHTTP(t, "http://127.0.0.1:"+web+"/admin/v2/clusters", `["standalone"]`)
+	roundtrip(t, "pulsar://127.0.0.1:"+broker, "persistent://public/default/cli-attached")
+	docker("stop", "cli-attached")
+	if err := attached.Wait(); err != nil {
+		t.Fatalf("docker run (attached) after docker stop: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "Successfully updated the policies on namespace public/default") {
+		t.Fatalf("the attached client saw no broker output:\n%s", out.String())
+	}
+	if left := containers(t, c); len(left) != 0 {
+		t.Fatalf("containers after the --rm container stopped: %v", left)
 	}
 }
 
