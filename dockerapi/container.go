@@ -57,6 +57,7 @@ type container struct {
 	// autoRemove: it is removed once it ends (HostConfig.AutoRemove).
 	reaper     bool
 	autoRemove bool
+	tty        bool // Config.Tty: attached output is raw, not multiplexed
 
 	// guarded by Server.mu
 	proc       Process
@@ -66,6 +67,15 @@ type container struct {
 	exitCode   int
 	startCount int
 	removed    bool
+	// changed is closed and replaced at each start, exit and removal.
+	changed chan struct{}
+}
+
+// changedLocked wakes whoever waits on the container's state. The caller
+// holds Server.mu.
+func (c *container) changedLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
 }
 
 // Log is a container's output: every line kept, and readers woken when
@@ -111,6 +121,13 @@ func (l *Log) append(stream byte, p []byte) {
 	l.data = append(l.data, frame{stream: stream, data: slices.Clone(p), at: time.Now()})
 	close(l.more)
 	l.more = make(chan struct{})
+}
+
+// size returns the number of frames written so far.
+func (l *Log) size() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.data)
 }
 
 // read returns the frames from index i on, and a channel closed when more

@@ -219,6 +219,7 @@ func (s *Server) forget(c *container) {
 	s.mu.Lock()
 	delete(s.containers, c.id)
 	c.removed = true
+	c.changedLocked()
 	dir := c.dataDir
 	s.mu.Unlock()
 	if dir != "" {

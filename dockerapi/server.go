@@ -122,6 +122,8 @@ func (s *Server) init() {
 	m.HandleFunc("POST /containers/{id}/restart", s.restartContainer)
 	m.HandleFunc("POST /containers/{id}/kill", s.killContainer)
 	m.HandleFunc("POST /containers/{id}/wait", s.waitContainer)
+	m.HandleFunc("POST /containers/{id}/attach", s.attachContainer)
+	m.HandleFunc("POST /containers/{id}/resize", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	m.HandleFunc("DELETE /containers/{id}", s.removeContainer)
 	m.HandleFunc("GET /containers/{id}/logs", s.containerLogs)
 	m.HandleFunc("POST /containers/{id}/exec", s.createExec)
@@ -279,6 +281,7 @@ func (s *Server) servedImage(image string) bool {
 // createBody is the part of a container's creation that matters here.
 type createBody struct {
 	Image        string
+	Tty          bool
 	Cmd          []string
 	Entrypoint   []string
 	Env          []string
@@ -310,6 +313,7 @@ func (s *Server) createContainer(w http.ResponseWriter, r *http.Request) {
 		id: id, name: name, image: body.Image, cmd: body.Cmd, env: body.Env,
 		labels: body.Labels, ports: map[string]int{}, created: time.Now(), log: newLog(),
 		reaper: reaperImage(body.Image), autoRemove: body.HostConfig.AutoRemove,
+		tty: body.Tty, changed: make(chan struct{}),
 	}
 	if c.labels == nil {
 		c.labels = map[string]string{}
@@ -608,6 +612,7 @@ func (s *Server) startLocked(c *container) error {
 		return err
 	}
 	c.proc, c.running, c.started, c.startCount = p, true, time.Now(), c.startCount+1
+	c.changedLocked()
 	if !c.reaper {
 		go s.announceReady(c, p)
 	}
@@ -710,6 +715,7 @@ func (s *Server) settle(c *container, p Process) {
 	defer s.mu.Unlock()
 	if c.proc == p && c.running {
 		c.running, c.exitCode, c.finished = false, p.ExitCode(), time.Now()
+		c.changedLocked()
 	}
 }
 
@@ -756,30 +762,121 @@ func (s *Server) killContainer(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) waitContainer(w http.ResponseWriter, r *http.Request) {
-	c, p, ok := s.running(r)
-	if !ok {
+	cond := r.URL.Query().Get("condition")
+	s.mu.Lock()
+	c := s.findLocked(r.PathValue("id"))
+	if c == nil {
+		s.mu.Unlock()
 		apiError(w, http.StatusNotFound, "No such container: "+r.PathValue("id"))
 		return
 	}
-	if p != nil {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		if f, ok := w.(http.Flusher); ok {
-			f.Flush()
+	starts, wasRunning := c.startCount, c.running
+	s.mu.Unlock()
+	// done reports whether the condition holds: not-running (the default)
+	// at once for a container that does not run; next-exit at the end of
+	// the run going on, or of the next one; removed once it is removed.
+	done := func() bool {
+		switch cond {
+		case "removed":
+			return c.removed
+		case "next-exit":
+			return !c.running && (wasRunning || c.startCount > starts)
+		default:
+			return !c.running
 		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	for {
+		s.mu.Lock()
+		if done() {
+			code := c.exitCode
+			s.mu.Unlock()
+			json.NewEncoder(w).Encode(map[string]any{"StatusCode": code})
+			return
+		}
+		changed := c.changed
+		s.mu.Unlock()
 		select {
-		case <-p.Done():
+		case <-changed:
 		case <-r.Context().Done():
 			return
 		}
-		s.settle(c, p)
-		json.NewEncoder(w).Encode(map[string]any{"StatusCode": p.ExitCode()})
+	}
+}
+
+// attachContainer streams the container's output from now on (from its
+// start with logs=1) over the hijacked connection, raw for a container
+// with a TTY, else multiplexed, until the container's next run ends or
+// it is removed. Its input is read and dropped: a broker reads none.
+func (s *Server) attachContainer(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	c := s.findLocked(r.PathValue("id"))
+	var starts int
+	var wasRunning bool
+	if c != nil {
+		starts, wasRunning = c.startCount, c.running
+	}
+	s.mu.Unlock()
+	if c == nil {
+		apiError(w, http.StatusNotFound, "No such container: "+r.PathValue("id"))
 		return
 	}
-	s.mu.Lock()
-	code := c.exitCode
-	s.mu.Unlock()
-	reply(w, http.StatusOK, map[string]any{"StatusCode": code})
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		apiError(w, http.StatusInternalServerError, "cannot hijack the connection")
+		return
+	}
+	conn, buf, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	kind := "application/vnd.docker.multiplexed-stream"
+	if c.tty {
+		kind = "application/vnd.docker.raw-stream"
+	}
+	buf.WriteString("HTTP/1.1 101 UPGRADED\r\nContent-Type: " + kind + "\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
+	if buf.Flush() != nil {
+		return
+	}
+	go io.Copy(io.Discard, conn)
+	next := c.log.size()
+	if queryBool(r, "logs") {
+		next = 0
+	}
+	for {
+		frames, more := c.log.read(next)
+		next += len(frames)
+		for _, f := range frames {
+			var err error
+			if c.tty {
+				_, err = buf.Write(f.data)
+			} else {
+				err = writeFrame(buf, f.stream, f.data)
+			}
+			if err != nil {
+				return
+			}
+		}
+		if buf.Flush() != nil {
+			return
+		}
+		s.mu.Lock()
+		ended := c.removed || (!c.running && (wasRunning || c.startCount > starts))
+		changed := c.changed
+		s.mu.Unlock()
+		if ended && len(frames) == 0 {
+			return
+		}
+		select {
+		case <-more:
+		case <-changed:
+		}
+	}
 }
 
 func (s *Server) removeContainer(w http.ResponseWriter, r *http.Request) {

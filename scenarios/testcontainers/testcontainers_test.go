@@ -1,9 +1,10 @@
-// Package testcontainers_test runs what users' tests in other languages
-// do with Testcontainers' Pulsar containers (Testcontainers for Java and
-// its Pulsar module, Testcontainers for Python) against pulsarsim's Docker
-// Engine API, as `pulsarsim -docker-api` serves it: the programs under
-// java/ and python/ start containers, produce and consume with the real
-// Java and Python clients, and print one "ok" line per check.
+// Package testcontainers_test runs what users' tests and scripts do with
+// Pulsar containers (Testcontainers for Java and its Pulsar module,
+// Testcontainers for Python, the docker command-line client) against
+// pulsarsim's Docker Engine API, as `pulsarsim -docker-api` serves it: the
+// programs under java/ and python/ start containers, produce and consume
+// with the real Java and Python clients, and print one "ok" line per
+// check.
 //
 // Like the real-client scenarios (scenarios/clients), they build from
 // Maven Central and PyPI and run only with PULSARSIM_CLIENTS=1; with
@@ -16,15 +17,20 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsar/log"
 )
 
 const gateEnv = "PULSARSIM_CLIENTS"
@@ -237,4 +243,132 @@ func TestPythonDockerContainer(t *testing.T) {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// The docker command-line client (as CI scripts run a standalone: `docker
+// run -d -p 6650:6650 -p 8080:8080 apachepulsar/pulsar ...`) runs, lists,
+// logs, stops, starts and removes a Pulsar container, and pulsar-client-go
+// produces and consumes on its ports; run attached with --rm, it streams
+// the broker's output until the container stops, and the container goes.
+func TestDockerCLIRunsAStandalone(t *testing.T) {
+	need(t, "docker", "go")
+	host, c := dockerAPI(t)
+	docker := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("docker", args...)
+		cmd.Env = append(os.Environ(), "DOCKER_HOST="+host)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("docker %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	broker, web := freePort(t), freePort(t)
+	id := docker("run", "-d", "--name", "cli-standalone", "-p", broker+":6650", "-p", web+":8080",
+		"-e", "clusterName=cli", "apachepulsar/pulsar:4.0.8", "bin/pulsar", "standalone")
+	if len(id) != 64 {
+		t.Fatalf("docker run printed %q, want a container id", id)
+	}
+	if ps := docker("ps", "--format", "{{.Names}} {{.Status}} {{.Ports}}"); !strings.HasPrefix(ps, "cli-standalone Up") || !strings.Contains(ps, broker+"->6650/tcp") {
+		t.Fatalf("docker ps: %q", ps)
+	}
+	waitHTTP(t, "http://127.0.0.1:"+web+"/admin/v2/clusters", `["cli"]`)
+	roundtrip(t, "pulsar://127.0.0.1:"+broker, "persistent://public/default/cli")
+	if logs := docker("logs", "cli-standalone"); !strings.Contains(logs, "Successfully updated the policies on namespace public/default") {
+		t.Fatalf("docker logs: %s", logs)
+	}
+	docker("stop", "cli-standalone")
+	if ps := docker("ps", "-a", "--format", "{{.Names}} {{.Status}}"); !strings.HasPrefix(ps, "cli-standalone Exited") {
+		t.Fatalf("docker ps -a after the stop: %q", ps)
+	}
+	docker("start", "cli-standalone")
+	waitHTTP(t, "http://127.0.0.1:"+web+"/admin/v2/clusters", `["cli"]`)
+	roundtrip(t, "pulsar://127.0.0.1:"+broker, "persistent://public/default/cli-again")
+	docker("rm", "-f", "cli-standalone")
+	if left := containers(t, c); len(left) != 0 {
+		t.Fatalf("containers after docker rm -f: %v", left)
+	}
+
+	// Attached, as the quick start runs it (`docker run --rm ... bin/pulsar
+	// standalone` in a terminal): the broker's output streams to the
+	// client until the container is stopped, which --rm then removes.
+	attached := exec.Command("docker", "run", "--rm", "--name", "cli-attached", "-p", broker+":6650", "-p", web+":8080",
+		"apachepulsar/pulsar:4.0.8", "bin/pulsar", "standalone")
+	attached.Env = append(os.Environ(), "DOCKER_HOST="+host)
+	var out strings.Builder
+	attached.Stdout, attached.Stderr = &out, &out
+	if err := attached.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitHTTP(t, "http://127.0.0.1:"+web+"/admin/v2/clusters", `["standalone"]`)
+	roundtrip(t, "pulsar://127.0.0.1:"+broker, "persistent://public/default/cli-attached")
+	docker("stop", "cli-attached")
+	if err := attached.Wait(); err != nil {
+		t.Fatalf("docker run (attached) after docker stop: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "Successfully updated the policies on namespace public/default") {
+		t.Fatalf("the attached client saw no broker output:\n%s", out.String())
+	}
+	if left := containers(t, c); len(left) != 0 {
+		t.Fatalf("containers after the --rm container stopped: %v", left)
+	}
+}
+
+// freePort returns a free local port, as a string.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// waitHTTP waits up to 30 s for url to answer want.
+func waitHTTP(t *testing.T, url, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(url); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if last = string(b); last == want {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s answered %q, want %q", url, last, want)
+}
+
+// roundtrip produces a message with pulsar-client-go and consumes it.
+func roundtrip(t *testing.T, url, topic string) {
+	t.Helper()
+	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: url, Logger: log.DefaultNopLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	cons, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	prod, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("hello")}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := cons.Receive(ctx)
+	if err != nil || string(m.Payload()) != "hello" {
+		t.Fatalf("received %v, %v", m, err)
+	}
+	cons.Ack(m)
 }
