@@ -121,6 +121,7 @@ func run(args []string) error {
 	proxyHTTP := fs.String("proxy-http", "", "with -proxy-addr: the proxy's admin API address (empty: none)")
 	loadManager := fs.String("load-manager", "modular",
 		"loadManagerClassName: how a cluster assigns and moves bundles, modular (Pulsar's default) or extensible")
+	clusterName := fs.String("cluster-name", "standalone", "the name of the broker's cluster (clusterName)")
 	configFile := fs.String("config", "", "a Pulsar standalone.conf: its ports, TLS, authentication and authorization keys set the flags not given")
 	sec := addSecurityFlags(fs)
 	quota := addQuotaFlags(fs)
@@ -139,6 +140,9 @@ func run(args []string) error {
 	}
 	if err := checkFlags(fs); err != nil {
 		return err
+	}
+	if *clusterName == "" {
+		return errors.New("-cluster-name: a cluster needs a name")
 	}
 	secOpts, err := sec.brokerOptions()
 	if err != nil {
@@ -179,6 +183,7 @@ func run(args []string) error {
 	}
 	opts := append([]broker.Option{
 		broker.WithLogger(logger),
+		broker.WithClusterName(*clusterName),
 		broker.WithLoadManager(lm),
 		broker.WithMaxMessageSize(*maxMsg),
 		broker.WithAutoTopicCreation(*autoCreate),
