@@ -33,6 +33,8 @@ type Topic struct {
 	hasEpoch   bool
 	// terminated topics refuse new messages (terminate.go).
 	terminated bool
+	// migrated topics moved to another cluster with theirs (migration.go).
+	migrated bool
 	subs       map[string]*Subscription
 	deleted    bool
 	// released is set when the topic was taken off its broker (load.go):
