@@ -35,8 +35,8 @@ type Topic struct {
 	terminated bool
 	// migrated topics moved to another cluster with theirs (migration.go).
 	migrated bool
-	subs       map[string]*Subscription
-	deleted    bool
+	subs     map[string]*Subscription
+	deleted  bool
 	// released is set when the topic was taken off its broker (load.go):
 	// it keeps nothing of its ledger, and a client reaching it must look
 	// the topic up again.
