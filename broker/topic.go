@@ -33,14 +33,14 @@ type Topic struct {
 	hasEpoch   bool
 	// terminated topics refuse new messages (terminate.go).
 	terminated bool
-	// migrated topics moved to another cluster with theirs (migration.go).
-	migrated bool
-	subs     map[string]*Subscription
-	deleted  bool
+	subs       map[string]*Subscription
+	deleted    bool
 	// released is set when the topic was taken off its broker (load.go):
 	// it keeps nothing of its ledger, and a client reaching it must look
 	// the topic up again.
 	released bool
+	// migrated topics moved to another cluster with theirs (migration.go).
+	migrated bool
 	// movingTo is the broker a transfer moves the topic to, while its
 	// producers and consumers are told (their CLOSE_* name it).
 	movingTo *bundles.Node
