@@ -173,3 +173,17 @@ func (b *Broker) Serving() bool {
 	defer b.mu.Unlock()
 	return b.ln != nil && !b.closed
 }
+
+// cutOffCluster cuts every serving broker of the broker's cluster off from
+// its clients (a fault's CutOff).
+func (b *Broker) cutOffCluster() {
+	b.mu.Lock()
+	members := make([]*Broker, 0, len(b.members))
+	for _, m := range b.members {
+		members = append(members, m)
+	}
+	b.mu.Unlock()
+	for _, m := range members {
+		_ = m.CutOff() // a broker stopped meanwhile has nothing to cut
+	}
+}

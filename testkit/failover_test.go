@@ -149,13 +149,15 @@ func TestAKilledClusterComesBackWithWhatItsStoreKept(t *testing.T) {
 	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("stored")}); err != nil {
 		t.Fatal(err)
 	}
+	if raceDetector { // see race_on_test.go: a new producer after the revival
+		p.Close()
+	}
 	east.Kill()
 	if _, err := net.Dial("tcp", host(east.Broker(0))); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("connect to a killed cluster: %v, want connection refused", err)
 	}
 	east.Revive()
-	if raceDetector { // see race_on_test.go
-		p.Close()
+	if raceDetector {
 		if p, err = client.CreateProducer(pulsar.ProducerOptions{Topic: "killed", DisableBatching: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -167,4 +169,52 @@ func TestAKilledClusterComesBackWithWhatItsStoreKept(t *testing.T) {
 		t.Errorf("the revived cluster holds %v, want [stored after]", got)
 	}
 	p.Close()
+}
+
+// A fault with CutOff cuts the cluster off at the moment a chosen command
+// arrives, unhandled: here the second SEND, which pulsar-client-go then
+// sends again on the other cluster, where it is stored once.
+func TestACutOffFaultTakesTheClusterAwayAtTheCommandItMatches(t *testing.T) {
+	east, west := twoClusters(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	client, err := pulsar.NewClient(pulsar.ClientOptions{
+		URL:               "pulsar://" + host(east.Broker(0)) + "," + host(west.Broker(0)),
+		OperationTimeout:  30 * time.Second,
+		ConnectionTimeout: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	const topic = "persistent://public/default/cut-at-a-send"
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("first")}); err != nil {
+		t.Fatal(err)
+	}
+	on, other := east, west
+	if len(payloads(t, west, topic)) == 1 {
+		on, other = west, east
+	}
+	h := on.Broker(0).Fault(testkit.Fault{Command: testkit.CommandSend, Topic: topic, CutOff: true, Count: 1})
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("second")}); err != nil {
+		t.Fatalf("the send the cut met: %v", err)
+	}
+	if h.Fired() != 1 {
+		t.Errorf("the fault fired %d times, want 1", h.Fired())
+	}
+	if got := payloads(t, on, topic); len(got) != 1 || got[0] != "first" {
+		t.Errorf("the cut-off cluster holds %v, want [first]: the send it met is not stored", got)
+	}
+	if got := payloads(t, other, topic); len(got) != 1 || got[0] != "second" {
+		t.Errorf("the other cluster holds %v, want [second]", got)
+	}
+	if _, err := net.Dial("tcp", host(on.Broker(0))); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("connect to the cut-off cluster: %v, want connection refused", err)
+	}
+	on.Reconnect()
 }
