@@ -3,6 +3,8 @@ package admin
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"html"
 	"net/http"
 	"strings"
 
@@ -36,7 +38,7 @@ func (s *Server) setMigration(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if t := bytes.TrimSpace(body); len(t) == 0 || string(t) == "null" {
-		reply(w, nil, errStatus(http.StatusInternalServerError, "Request failed."))
+		requestFailed(w, r)
 		return
 	}
 	var raw map[string]json.RawMessage
@@ -82,4 +84,15 @@ func (s *Server) getMigration(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	reply(w, map[string]any{"migrated": p.Migrated, "migratedClusterUrl": url}, nil)
+}
+
+// requestFailed answers as Pulsar's web server does when the request's
+// handler fails on a body it cannot use (none): Jetty's HTML page of a
+// 500, "Request failed.".
+func requestFailed(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html;charset=iso-8859-1")
+	w.WriteHeader(http.StatusInternalServerError)
+	_, _ = fmt.Fprintf(w, "<html>\n<head>\n<title>Error 500 Request failed.</title>\n</head>\n<body><h2>HTTP ERROR 500 Request failed.</h2>\n"+
+		"<table>\n<tr><th>URI:</th><td>%s</td></tr>\n<tr><th>STATUS:</th><td>500</td></tr>\n"+
+		"<tr><th>MESSAGE:</th><td>Request failed.</td></tr>\n</table>\n</body>\n</html>\n", html.EscapeString(r.URL.Path))
 }
