@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"time"
+
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -12,8 +14,9 @@ import (
 // policies (Pulsar's ClusterPolicies, beside its ClusterData in the
 // configuration store) say whether it is migrated, and to which cluster:
 // POST /admin/v2/clusters/{cluster}/migrate writes them. Once the broker's
-// own cluster is migrated, each of its topics is migrated when it is next
-// checked: it takes no more messages; each producer is told TOPIC_MIGRATED
+// own cluster is migrated, each of its topics is migrated when it loads,
+// and a topic loaded already when it is checked (see below): it takes no
+// more messages; each producer is told TOPIC_MIGRATED
 // (the green cluster's broker service URLs) and closed from the broker
 // side; each consumer is told the same once its subscription has nothing
 // left to acknowledge (backlog 0: after its last ack, or at once), so that
@@ -24,12 +27,21 @@ import (
 // moves once it has drained it). Lookups are answered as before: clients
 // find the green cluster through TOPIC_MIGRATED.
 //
-// Pulsar checks the loaded topics every clusterMigrationCheckDurationSeconds
-// (0, no periodic check, by default) and a topic when a producer or
-// consumer comes; pulsarsim checks the loaded topics at once when the
-// cluster's policies say it is migrated, and a topic when a producer or
-// consumer comes. Pulsar's namespace-level migration (a namespace's local
+// Pulsar checks the loaded topics every clusterMigrationCheckDurationSeconds,
+// by default 0: never, so that only the topics loaded after the migration
+// are migrated (a producer or consumer of a topic loaded before goes on as
+// before, as on Pulsar 4.0.8). With a check interval
+// (WithClusterMigrationCheck), pulsarsim checks the loaded topics at once
+// when the cluster's policies say it is migrated, where Pulsar does at its
+// next check. Pulsar's namespace-level migration (a namespace's local
 // policy "migrated") is not kept.
+
+// WithClusterMigrationCheck sets clusterMigrationCheckDurationSeconds: with
+// d > 0 the topics loaded when the broker's cluster is migrated are
+// migrated too (at once: see migration.go); 0, the default, leaves them.
+func WithClusterMigrationCheck(d time.Duration) Option {
+	return func(c *config) { c.migrationCheck = d }
+}
 
 // ClusterURL is where the clients of a migrated cluster go (Pulsar's
 // ClusterPolicies.ClusterUrl): the green cluster's admin and broker
@@ -58,13 +70,15 @@ func (b *Broker) ClusterPolicies(cluster string) (ClusterPolicies, bool) {
 
 // SetClusterMigration writes a cluster's policies: migrated or not, and
 // the cluster its clients go to. When the cluster is the broker's own and
-// migrated, every topic loaded by its brokers is migrated now.
+// migrated, and the brokers check for a migration
+// (WithClusterMigrationCheck), every topic they have loaded is migrated
+// now.
 func (b *Broker) SetClusterMigration(cluster string, migrated bool, url ClusterURL) {
 	m := b.meta
 	m.mu.Lock()
 	m.policies[cluster] = ClusterPolicies{Migrated: migrated, MigratedClusterURL: url}
 	m.mu.Unlock()
-	if !migrated || cluster != b.ClusterName() {
+	if !migrated || cluster != b.ClusterName() || b.cfg.migrationCheck <= 0 {
 		return
 	}
 	b.mu.Lock()
@@ -128,7 +142,6 @@ func (t *Topic) migrateProducerLocked(c *conn, id uint64, name string) {
 // Pulsar does: TOPIC_MIGRATED, then CLOSE_PRODUCER, and no answer to the
 // request. It reports false when the topic is not migrated.
 func (t *Topic) refuseMigratedProducerLocked(c *conn, p *pb.CommandProducer) bool {
-	t.checkMigrationLocked()
 	if !t.migrated {
 		return false
 	}

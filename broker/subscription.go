@@ -286,7 +286,6 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 	}
 	typ := dispatch.SubType(sub.GetSubType())
 	defer t.mu.Unlock()
-	t.checkMigrationLocked()
 	if fail := t.consumerSchemaLocked(sub.GetSchema()); fail != nil {
 		refuse(&refusal{fail.Code, fail.Msg})
 		return

@@ -232,6 +232,7 @@ func (b *Broker) createTopicLocked(tn TopicName) *Topic {
 	// its subscriptions are set up here without its own lock.
 	p := b.appliedPoliciesLocked(tn)
 	t.ensureCompactionSubscriptionLocked(&p)
+	_, t.migrated = b.migrationURL() // a topic loads migrated (migration.go)
 	b.topics[t.full] = t
 	return t
 }

@@ -122,6 +122,8 @@ func run(args []string) error {
 	loadManager := fs.String("load-manager", "modular",
 		"loadManagerClassName: how a cluster assigns and moves bundles, modular (Pulsar's default) or extensible")
 	clusterName := fs.String("cluster-name", "standalone", "the name of the broker's cluster (clusterName)")
+	migrationCheck := fs.Int("cluster-migration-check-seconds", 0,
+		"clusterMigrationCheckDurationSeconds: with N > 0 the topics loaded when the cluster is migrated move too (0: only those loaded after)")
 	configFile := fs.String("config", "", "a Pulsar standalone.conf: its ports, TLS, authentication and authorization keys set the flags not given")
 	sec := addSecurityFlags(fs)
 	quota := addQuotaFlags(fs)
@@ -184,6 +186,7 @@ func run(args []string) error {
 	opts := append([]broker.Option{
 		broker.WithLogger(logger),
 		broker.WithClusterName(*clusterName),
+		broker.WithClusterMigrationCheck(time.Duration(*migrationCheck) * time.Second),
 		broker.WithLoadManager(lm),
 		broker.WithMaxMessageSize(*maxMsg),
 		broker.WithAutoTopicCreation(*autoCreate),
