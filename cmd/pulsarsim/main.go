@@ -306,6 +306,7 @@ func run(args []string) error {
 	if web != nil {
 		onShutdown = web.Close
 	}
+	watchReachability(ctx, logger, b.CutOff, b.Reconnect)
 	err = serveAdmin(ctx, logger, httpHandler, onShutdown, listeners...)
 	if ws != nil {
 		// Its sessions are hijacked connections, which the HTTP servers'
