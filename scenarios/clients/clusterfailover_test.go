@@ -17,28 +17,31 @@ import (
 	"github.com/pulsarsim/pulsarsim/testkit"
 )
 
-// TestJavaClusterFailoverMovesBetweenTwoClustersAndBack runs the Java
-// driver with the Java client's own cluster failover over two independent
-// pulsarsim clusters, primary and secondary: it produces and consumes on
-// the primary, the primary is cut off (its port refuses connections), the
-// client switches to the secondary and goes on producing and consuming
-// there, the primary comes back, and the client switches back to it.
-// AutoClusterFailover finds the primary gone by probing its port;
+// TestClientsClusterFailoverMovesBetweenTwoClustersAndBack runs the Java
+// and Python drivers with their client's own cluster failover over two
+// independent pulsarsim clusters, primary and secondary: each produces and
+// consumes on the primary, the primary is cut off (its port refuses
+// connections), the client switches to the secondary and goes on producing
+// and consuming there, the primary comes back, and the client switches
+// back to it. AutoClusterFailover (Java's, and the C++ one inside the
+// Python client) finds the primary gone by probing its port; Java's
 // ControlledClusterFailover is told which cluster to use by a URL provider
 // the test serves, as an operator's service would.
-func TestJavaClusterFailoverMovesBetweenTwoClustersAndBack(t *testing.T) {
+func TestClientsClusterFailoverMovesBetweenTwoClustersAndBack(t *testing.T) {
 	if os.Getenv(gateEnv) != "1" {
 		t.Skipf("real-client scenarios (Rust, Java, Python) are off. Run them with: %s", runCommand)
 	}
-	var java *client
+	modes := map[string][]string{"java": {"auto", "controlled"}, "python": {"auto"}}
 	for _, c := range clients {
-		if c.name == "java" {
-			java = c
+		if modes[c.name] == nil {
+			continue // the Rust crate has no cluster failover
 		}
-	}
-	argv := java.ensure(t)
-	for _, mode := range []string{"auto", "controlled"} {
-		t.Run(mode, func(t *testing.T) { runClusterFailover(t, argv, mode) })
+		t.Run(c.name, func(t *testing.T) {
+			argv := c.ensure(t)
+			for _, mode := range modes[c.name] {
+				t.Run(mode, func(t *testing.T) { runClusterFailover(t, argv, mode) })
+			}
+		})
 	}
 }
 
