@@ -133,7 +133,7 @@ func TestWithoutAMigrationCheckOnlyTheTopicsLoadedAfterTheMigrationMove(t *testi
 	}
 	var migrated int
 	for _, e := range blue.Events() {
-		if e.Kind == broker.EventTopicMigrated {
+		if e.Kind == testkit.EventTopicMigrated {
 			migrated++
 		}
 	}
