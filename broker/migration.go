@@ -15,10 +15,9 @@ import (
 // configuration store) say whether it is migrated, and to which cluster:
 // POST /admin/v2/clusters/{cluster}/migrate writes them. Once the broker's
 // own cluster is migrated, each of its topics is migrated when it loads,
-// and a topic loaded already when it is checked (see below): it takes no
-// more messages; each producer is told TOPIC_MIGRATED
-// (the green cluster's broker service URLs) and closed from the broker
-// side; each consumer is told the same once its subscription has nothing
+// and a topic loaded already when it is checked (see below): each
+// producer is told TOPIC_MIGRATED (the green cluster's broker service
+// URLs) and closed from the broker side, and no producer attaches again; each consumer is told the same once its subscription has nothing
 // left to acknowledge (backlog 0: after its last ack, or at once), so that
 // what the blue cluster holds is consumed there before the consumers move.
 // A PRODUCER on a migrated topic gets TOPIC_MIGRATED and CLOSE_PRODUCER
