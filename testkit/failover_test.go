@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsar/log"
 
 	"github.com/pulsarsim/pulsarsim/broker"
 	"github.com/pulsarsim/pulsarsim/testkit"
@@ -84,6 +85,7 @@ func TestAMultiHostClientProducesOnTheOtherClusterWhileOneIsCutOff(t *testing.T)
 		URL:               "pulsar://" + host(east.Broker(0)) + "," + host(west.Broker(0)),
 		OperationTimeout:  30 * time.Second,
 		ConnectionTimeout: time.Second,
+		Logger:            log.DefaultNopLogger(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -182,6 +184,7 @@ func TestACutOffFaultTakesTheClusterAwayAtTheCommandItMatches(t *testing.T) {
 		URL:               "pulsar://" + host(east.Broker(0)) + "," + host(west.Broker(0)),
 		OperationTimeout:  30 * time.Second,
 		ConnectionTimeout: time.Second,
+		Logger:            log.DefaultNopLogger(),
 	})
 	if err != nil {
 		t.Fatal(err)
