@@ -5,7 +5,8 @@ image, environment variables that bin/apply-config-from-env.py writes into
 conf/standalone.conf, and port bindings from the container's 6650 and 8080
 to the host. This stand-in starts a pulsarsim process instead, as that
 container would run: the environment variables that name a standalone.conf
-key become that key, the host ports of the bindings become
+key become that key (PULSAR_PREFIX_key too, as apply-config-from-env.py
+adds it), the host ports of the bindings become
 brokerServicePort and webServicePort (there is no network namespace: the
 process listens on the host ports themselves). The command is not run;
 every container is `pulsar standalone`. stop() and kill() send the signals
@@ -91,7 +92,13 @@ class DockerContainer:
 
     def start(self):
         self._dir = tempfile.mkdtemp(prefix="pulsarsim-container-")
-        conf = {k: v for k, v in self.env.items() if not k.startswith(_NOT_CONF)}
+        conf = {}
+        for k, v in self.env.items():
+            if k.startswith("PULSAR_PREFIX_"):
+                # apply-config-from-env.py adds these keys, prefix dropped.
+                conf[k[len("PULSAR_PREFIX_"):]] = v
+            elif not k.startswith(_NOT_CONF):
+                conf[k] = v
         conf["bindAddress"] = "127.0.0.1"
         conf["brokerServicePort"] = str(self.ports.get(_BROKER_PORT, _BROKER_PORT))
         conf["webServicePort"] = str(self.ports.get(_WEB_PORT, _WEB_PORT))
