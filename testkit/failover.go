@@ -1,5 +1,7 @@
 package testkit
 
+import "github.com/pulsarsim/pulsarsim/broker"
+
 // A cluster that goes away and comes back, for clients' own failover
 // between clusters (a service URL naming several hosts, the Java, C++ and
 // Python clients' AutoClusterFailover): two clusters, each started with
@@ -64,4 +66,18 @@ func (b *Broker) Reconnect() {
 	if err := b.srv.Reconnect(); err != nil {
 		b.tb.Fatalf("pulsarsim: reconnect the broker: %v", err)
 	}
+}
+
+// MigrateTo migrates the cluster to green (blue-green migration, PIP-188),
+// as POST /admin/v2/clusters/{cluster}/migrate?migrated=true with green's
+// URLs does: the topics that load on the cluster from now on send their
+// producers, and their consumers once they have acknowledged what the
+// cluster holds, to green's first broker with TOPIC_MIGRATED (see the
+// broker package's migration.go; the topics loaded already move too when
+// the brokers check for migrations, broker.WithClusterMigrationCheck).
+func (c *Cluster) MigrateTo(green *Cluster) {
+	c.tb.Helper()
+	b := c.srv.Brokers()[0]
+	g := green.Broker(0)
+	b.SetClusterMigration(b.ClusterName(), true, broker.ClusterURL{ServiceURL: g.AdminURL(), BrokerServiceURL: g.URL()})
 }

@@ -121,7 +121,7 @@ func TestWithoutAMigrationCheckOnlyTheTopicsLoadedAfterTheMigrationMove(t *testi
 		t.Fatal(err)
 	}
 	defer early.Close()
-	migrate(t, blue, green, true)
+	blue.MigrateTo(green)
 	if _, err := early.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("still blue")}); err != nil {
 		t.Fatalf("send on a topic loaded before the migration: %v", err)
 	}
