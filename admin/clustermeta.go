@@ -28,6 +28,7 @@ func (s *Server) routeClusterMeta() {
 	m.HandleFunc("POST "+c+"/failureDomains/{domain}", s.setFailureDomain)
 	m.HandleFunc("DELETE "+c+"/failureDomains/{domain}", s.deleteFailureDomain)
 	m.HandleFunc("PUT "+c+"/failureDomains/{domain}", methodNotAllowed)
+	s.routeMigration()
 }
 
 // clusterName is Pulsar's NamedEntity: letters, digits and -=:._ only.

@@ -49,6 +49,8 @@ type Broker struct {
 
 	tlsLn  net.Listener // the pulsar+ssl:// listener, if any (under mu)
 	tlsURL string
+	// reach is the broker's cut-off state (reachability.go, under mu).
+	reach reachability
 
 	// trimBlock and trimBlockBytes bound a topic's blocks of entries; 0
 	// means DefaultTrimBlock and DefaultTrimBlockBytes. Set only by tests,
@@ -171,6 +173,12 @@ func (b *Broker) acceptLoop(ln net.Listener) error {
 			case <-b.done:
 				return nil
 			default:
+			}
+			b.mu.Lock()
+			retired := b.retiredLocked(ln)
+			b.mu.Unlock()
+			if retired {
+				return nil // closed by a cut (reachability.go)
 			}
 			if te, ok := err.(interface{ Temporary() bool }); !ok || !te.Temporary() {
 				b.cfg.logger.Error("broker: accepting connections failed; no new connection will be served",

@@ -131,12 +131,15 @@ type clusterMeta struct {
 	quotas map[string]ResourceQuota
 	// dynamic are the broker settings set at run time, by name.
 	dynamic map[string]string
+	// policies are the clusters' policies, by cluster (migration.go).
+	policies map[string]ClusterPolicies
 }
 
 func newClusterMeta(own string) *clusterMeta {
 	return &clusterMeta{clusters: map[string]ClusterData{own: {Initial: true}}, domains: map[string]map[string]FailureDomain{},
 		isolation: map[string]map[string]IsolationPolicy{}, quota: DefaultResourceQuota,
-		quotas: map[string]ResourceQuota{}, dynamic: map[string]string{}}
+		quotas: map[string]ResourceQuota{}, dynamic: map[string]string{},
+		policies: map[string]ClusterPolicies{}}
 }
 
 // existsLocked reports whether cluster exists. The caller holds m.mu.

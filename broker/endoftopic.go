@@ -48,6 +48,11 @@ const EventReachedEndOfTopic EventKind = "reached-end-of-topic"
 // acknowledged everything.
 func (s *Subscription) reachedEndLocked() {
 	t := s.topic
+	if t.migrated {
+		// A migrated topic ends so too, its consumers told where it went.
+		s.migrateConsumersLocked(nil)
+		return
+	}
 	if !t.terminated || s.cur.Backlog(t.log.End()) != 0 {
 		return
 	}
@@ -67,7 +72,7 @@ func (s *Subscription) readAtEndLocked() {
 	if s.endRead != endReadNone || !t.name.Persistent || !s.disp.ReadsPastEnd(topicLog{t, s}) {
 		return
 	}
-	if !t.terminated {
+	if !t.terminated && !t.migrated {
 		s.endRead = endReadWaiting
 		return
 	}

@@ -15,7 +15,7 @@ import (
 // matches when it is of kind Command and concerns the given topic,
 // subscription, consumer and producer (each empty field matches anything).
 // What happens to a matching command is the fault's action: Delay, Drop,
-// Observe or Hold when set, else an error reply with code Error.
+// Observe, Hold or CutOff when set, else an error reply with code Error.
 //
 // Several faults may match one command. Every matching Observe and Delay
 // fault fires (the delays add up), then the first matching fault with
@@ -88,6 +88,13 @@ type Fault struct {
 	// (WithDeduplication), which answers the second with a receipt for
 	// message -1:-1 and stores it once. The client gets both receipts.
 	Duplicate bool
+	// CutOff, when set, cuts the broker's whole cluster off from its
+	// clients instead of handling the command (see Cluster.CutOff: every
+	// broker's listeners close, so a connect is refused, and every client
+	// connection is cut, this one included), as a network partition
+	// around the cluster would at that moment; Reconnect on the cluster,
+	// or on each broker, brings it back.
+	CutOff bool
 }
 
 // action is what a fault does to a command it matches.
@@ -100,6 +107,7 @@ const (
 	actObserve
 	actHold
 	actDuplicate
+	actCutOff
 )
 
 // passes reports whether the action lets the command go on to the next fault
@@ -182,14 +190,14 @@ func (b *Broker) newFault(f Fault) (*FaultHandle, error) {
 	for _, on := range []struct {
 		set bool
 		act action
-	}{{f.Delay > 0, actDelay}, {f.Drop, actDrop}, {f.Observe, actObserve}, {f.Hold, actHold}, {f.Duplicate, actDuplicate}} {
+	}{{f.Delay > 0, actDelay}, {f.Drop, actDrop}, {f.Observe, actObserve}, {f.Hold, actHold}, {f.Duplicate, actDuplicate}, {f.CutOff, actCutOff}} {
 		if on.set {
 			set++
 			h.act = on.act
 		}
 	}
 	if set > 1 || (set == 1 && (f.Error != 0 || f.Message != "")) {
-		return nil, fmt.Errorf("fault on %s: give one action (an error, Delay, Drop, Observe, Hold or Duplicate)", f.Command)
+		return nil, fmt.Errorf("fault on %s: give one action (an error, Delay, Drop, Observe, Hold, Duplicate or CutOff)", f.Command)
 	}
 	if f.Duplicate && kind != pb.BaseCommand_REDELIVER_UNACKNOWLEDGED_MESSAGES && kind != pb.BaseCommand_SEND {
 		return nil, fmt.Errorf("fault on %s: Duplicate is for REDELIVER_UNACKNOWLEDGED_MESSAGES and SEND", f.Command)

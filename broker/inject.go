@@ -124,6 +124,10 @@ func (c *conn) applyFaults(f protocol.Frame) (handled, keep bool) {
 	case actDrop:
 		c.log.Info("closing connection: injected drop", "type", cmd.GetType().String())
 		return true, false
+	case actCutOff:
+		c.log.Info("cutting the cluster off: injected", "type", cmd.GetType().String())
+		c.b.cutOffCluster()
+		return true, false
 	default:
 		c.log.Info("injected failure", "type", cmd.GetType().String(), "code", final.spec.Error.String())
 		c.answerWithError(cmd, final.spec.Error, final.spec.Message)

@@ -56,6 +56,7 @@ func (b *Broker) ListenTLS(addr string, cfg *tls.Config) error {
 		return errors.New("broker: already serving TLS")
 	}
 	b.tlsLn = ln
+	b.reach.tlsCfg = cfg
 	b.tlsURL = "pulsar+ssl://" + ln.Addr().String()
 	b.data.Owners.Update(b.node, func(nd *bundles.Node) { nd.TLSURL = b.advertise(b.tlsURL) })
 	b.wg.Add(1)

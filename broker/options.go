@@ -59,6 +59,9 @@ type config struct {
 	// entryMeta is the broker entry metadata written and sent
 	// (entrymetadata.go).
 	entryMeta BrokerEntryMetadata
+	// migrationCheck is clusterMigrationCheckDurationSeconds: 0, the
+	// loaded topics are not checked for a migration (migration.go).
+	migrationCheck time.Duration
 }
 
 func defaultConfig() config {

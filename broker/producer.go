@@ -64,6 +64,10 @@ func (c *conn) handleProducer(p *pb.CommandProducer) {
 		c.send(protocol.ErrorCommand(reqID, pb.ServerError_TopicNotFound, "Topic not found"))
 		return
 	}
+	if t.refuseMigratedProducerLocked(c, p) {
+		t.mu.Unlock()
+		return
+	}
 	if r := t.encryptionRefusalLocked(p); r != nil {
 		t.mu.Unlock()
 		c.send(r)

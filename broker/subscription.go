@@ -437,6 +437,9 @@ func (s *Subscription) attachConsumerLocked(c *conn, sub *pb.CommandSubscribe, t
 	c.mu.Unlock()
 	c.b.emit(Event{Kind: EventConsumerOpened, Topic: t.full, Subscription: s.name, Consumer: cons.Name,
 		ConsumerID: cons.ID, Remote: c.remote})
+	if s.migrateConsumersLocked(cons) {
+		return nil // no answer: the consumer moves to the green cluster
+	}
 	c.send(protocol.SuccessCommand(sub.GetRequestId()))
 	if after, ok := s.disp.Active(); typ == dispatch.Failover && ok && hadActive && after == before {
 		// The active consumer did not change: the newcomer alone is told

@@ -39,6 +39,8 @@ type Topic struct {
 	// it keeps nothing of its ledger, and a client reaching it must look
 	// the topic up again.
 	released bool
+	// migrated topics moved to another cluster with theirs (migration.go).
+	migrated bool
 	// movingTo is the broker a transfer moves the topic to, while its
 	// producers and consumers are told (their CLOSE_* name it).
 	movingTo *bundles.Node
@@ -230,6 +232,7 @@ func (b *Broker) createTopicLocked(tn TopicName) *Topic {
 	// its subscriptions are set up here without its own lock.
 	p := b.appliedPoliciesLocked(tn)
 	t.ensureCompactionSubscriptionLocked(&p)
+	_, t.migrated = b.migrationURL() // a topic loads migrated (migration.go)
 	b.topics[t.full] = t
 	return t
 }

@@ -215,6 +215,7 @@ const (
 	EventTopicLoaded       = broker.EventTopicLoaded
 	EventTopicUnloaded     = broker.EventTopicUnloaded
 	EventReachedEndOfTopic = broker.EventReachedEndOfTopic
+	EventTopicMigrated     = broker.EventTopicMigrated
 )
 
 // The settlement rules a Violation names.

@@ -205,6 +205,7 @@ func serveCluster(ctx context.Context, spec clusterSpec) error {
 		}
 	}
 	spec.logger.Info("pulsarsim cluster serving", "brokers", spec.n, "url", c.URL())
+	watchReachability(ctx, spec.logger, c.CutOff, c.Reconnect)
 	var err error
 	select {
 	case err = <-failed:

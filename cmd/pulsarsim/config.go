@@ -60,6 +60,8 @@ func addSecurityFlags(fs *flag.FlagSet) *securityFlags {
 
 // confFlags maps the standalone.conf keys pulsarsim honours to its flags.
 var confFlags = map[string]string{
+	"clusterName":                                          "cluster-name",
+	"clusterMigrationCheckDurationSeconds":                 "cluster-migration-check-seconds",
 	"advertisedAddress":                                    "advertised-address",
 	"advertisedListeners":                                  "advertised-listeners",
 	"maxMessageSize":                                       "max-message-size",

@@ -35,6 +35,7 @@ var flagMinimums = map[string]int64{
 	"backlog-quota-default-limit-seconds":  -1,
 	"auth-refresh":                         int64(time.Second),
 	"brokers":                              1,
+	"cluster-migration-check-seconds":      0,
 	"default-num-partitions":               1,
 	"max-partitions-per-topic":             0,
 }

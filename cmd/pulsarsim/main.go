@@ -127,6 +127,9 @@ func run(args []string) error {
 	proxyHTTP := fs.String("proxy-http", "", "with -proxy-addr: the proxy's admin API address (empty: none)")
 	loadManager := fs.String("load-manager", "modular",
 		"loadManagerClassName: how a cluster assigns and moves bundles, modular (Pulsar's default) or extensible")
+	clusterName := fs.String("cluster-name", "standalone", "the name of the broker's cluster (clusterName)")
+	migrationCheck := fs.Int("cluster-migration-check-seconds", 0,
+		"clusterMigrationCheckDurationSeconds: with N > 0 the topics loaded when the cluster is migrated move too (0: only those loaded after)")
 	configFile := fs.String("config", "", "a Pulsar standalone.conf: its ports, TLS, authentication and authorization keys set the flags not given")
 	sec := addSecurityFlags(fs)
 	quota := addQuotaFlags(fs)
@@ -145,6 +148,9 @@ func run(args []string) error {
 	}
 	if err := checkFlags(fs); err != nil {
 		return err
+	}
+	if *clusterName == "" {
+		return errors.New("-cluster-name: a cluster needs a name")
 	}
 	secOpts, err := sec.brokerOptions()
 	if err != nil {
@@ -185,6 +191,8 @@ func run(args []string) error {
 	}
 	opts := append([]broker.Option{
 		broker.WithLogger(logger),
+		broker.WithClusterName(*clusterName),
+		broker.WithClusterMigrationCheck(time.Duration(*migrationCheck) * time.Second),
 		broker.WithLoadManager(lm),
 		broker.WithMaxMessageSize(*maxMsg),
 		broker.WithAutoTopicCreation(*autoCreate),
@@ -304,6 +312,7 @@ func run(args []string) error {
 	if web != nil {
 		onShutdown = web.Close
 	}
+	watchReachability(ctx, logger, b.CutOff, b.Reconnect)
 	err = serveAdmin(ctx, logger, httpHandler, onShutdown, listeners...)
 	if ws != nil {
 		// Its sessions are hijacked connections, which the HTTP servers'

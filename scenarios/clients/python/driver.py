@@ -61,10 +61,19 @@ def run(sc):
     stop = sc.get("stop") or {}
 
     stdin_closed = threading.Event()
+    # With produce_on_stdin, each line read from stdin asks for one more
+    # message; otherwise stdin is only watched for its end.
+    produce_asked = []
+    produce_lock = threading.Lock()
     if stop.get("stdin_eof"):
         def watch_stdin():
-            while sys.stdin.buffer.read1(256):
-                pass
+            while True:
+                data = sys.stdin.buffer.read1(256)
+                if not data:
+                    break
+                if sc.get("produce_on_stdin"):
+                    with produce_lock:
+                        produce_asked.extend([True] * data.count(b"\n"))
             stdin_closed.set()
         threading.Thread(target=watch_stdin, daemon=True).start()
 
@@ -80,7 +89,18 @@ def run(sc):
         client_args["tls_validate_hostname"] = bool(sc.get("tls_validate_hostname", False))
     if sc.get("auth_token"):
         client_args["authentication"] = pulsar.AuthenticationToken(sc["auth_token"])
-    client = pulsar.Client(sc["service_url"], **client_args)
+    service = sc["service_url"]
+    failover = sc.get("failover")
+    if failover:
+        # The C++ client's AutoClusterFailover: the primary's port probed
+        # every check interval, a switch after failover_threshold failed
+        # probes and back after switch_back_threshold good ones.
+        service = pulsar.AutoClusterFailover(
+            pulsar.ServiceInfo(service), [pulsar.ServiceInfo(failover["secondary"])],
+            check_interval_ms=failover.get("check_interval_ms", 1000),
+            failover_threshold=failover.get("failover_threshold", 1),
+            switch_back_threshold=failover.get("switch_back_threshold", 1))
+    client = pulsar.Client(service, **client_args)
     kwargs = {
         "consumer_type": SUB_TYPES[sc.get("subscription_type", "Shared")],
         "consumer_name": "python-driver",
@@ -106,8 +126,28 @@ def run(sc):
     attempts = {}
     acked = set()
     deliveries = 0
+    next_index = sc.get("messages", 0)
+    service_url = None
     reason = None
+
+    def sent(i):
+        def callback(res, mid):
+            if res == pulsar.Result.Ok:
+                emit(event="produced", i=i, id=format_id(mid))
+            else:
+                emit(event="send_failed", i=i, message=str(res))
+        return callback
+
     while reason is None:
+        if failover and client.get_service_info().service_url != service_url:
+            service_url = client.get_service_info().service_url
+            emit(event="service_url", payload=service_url)
+        with produce_lock:
+            asked, produce_asked[:] = len(produce_asked), []
+        for _ in range(asked):
+            producer.send_async(f"m{next_index}".encode(), sent(next_index),
+                                properties={"i": str(next_index)}, partition_key=f"k{next_index}")
+            next_index += 1
         if stop.get("acked", 0) > 0 and len(acked) >= stop["acked"]:
             reason = "acked"
             break

@@ -11,7 +11,9 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
+import java.util.List;
 import java.util.TreeMap;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.pulsar.client.api.AuthenticationFactory;
@@ -24,9 +26,12 @@ import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.MessageIdAdv;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.ServiceUrlProvider;
 import org.apache.pulsar.client.api.SubscriptionInitialPosition;
 import org.apache.pulsar.client.api.SubscriptionType;
 import org.apache.pulsar.client.api.transaction.Transaction;
+import org.apache.pulsar.client.impl.AutoClusterFailover;
+import org.apache.pulsar.client.impl.ControlledClusterFailover;
 
 /**
  * pulsarsim's scenario driver for the Java client (org.apache.pulsar:pulsar-client).
@@ -131,6 +136,35 @@ public final class Driver {
     emit(ev);
   }
 
+  /**
+   * The client's cluster failover, when the scenario asks for one: "failover" with "secondary" (a
+   * service URL), "check_interval_ms", "failover_delay_ms" and "switch_back_delay_ms" is an
+   * AutoClusterFailover from service_url to it; "controlled_failover" with "url_provider" (an
+   * http:// URL answering the service URL to use) and "check_interval_ms" is a
+   * ControlledClusterFailover starting at service_url. Null for neither.
+   */
+  private static ServiceUrlProvider failoverProvider(JsonNode sc) throws Exception {
+    JsonNode auto = sc.path("failover");
+    if (auto.isObject()) {
+      return AutoClusterFailover.builder()
+          .primary(sc.get("service_url").asText())
+          .secondary(List.of(auto.get("secondary").asText()))
+          .checkInterval(auto.path("check_interval_ms").asLong(1000), TimeUnit.MILLISECONDS)
+          .failoverDelay(auto.path("failover_delay_ms").asLong(1000), TimeUnit.MILLISECONDS)
+          .switchBackDelay(auto.path("switch_back_delay_ms").asLong(1000), TimeUnit.MILLISECONDS)
+          .build();
+    }
+    JsonNode controlled = sc.path("controlled_failover");
+    if (controlled.isObject()) {
+      return ControlledClusterFailover.builder()
+          .defaultServiceUrl(sc.get("service_url").asText())
+          .urlProvider(controlled.get("url_provider").asText())
+          .checkInterval(controlled.path("check_interval_ms").asLong(1000), TimeUnit.MILLISECONDS)
+          .build();
+    }
+    return null;
+  }
+
   private static void run(String[] args) throws Exception {
     JsonNode sc = args.length > 0 && !args[0].equals("-")
         ? JSON.readTree(new File(args[0]))
@@ -146,13 +180,22 @@ public final class Driver {
     int stopAcked = stop.path("acked").asInt(0);
     int stopDeliveries = stop.path("deliveries").asInt(0);
     AtomicBoolean stdinClosed = new AtomicBoolean(false);
+    // With produce_on_stdin, each line read from stdin asks for one more
+    // message; otherwise stdin is only watched for its end.
+    boolean produceOnStdin = sc.path("produce_on_stdin").asBoolean(false);
+    LinkedBlockingQueue<Boolean> produceAsked = new LinkedBlockingQueue<>();
     if (stop.path("stdin_eof").asBoolean(false)) {
       Thread t = new Thread(() -> {
         try {
           InputStream in = System.in;
           byte[] buf = new byte[256];
-          while (in.read(buf) >= 0) {
-            // discard
+          int read;
+          while ((read = in.read(buf)) >= 0) {
+            for (int k = 0; k < read && produceOnStdin; k++) {
+              if (buf[k] == '\n') {
+                produceAsked.add(true);
+              }
+            }
           }
         } catch (Exception ignored) {
           // end of input either way
@@ -164,7 +207,13 @@ public final class Driver {
     }
 
     String topic = sc.get("topic").asText();
-    ClientBuilder clientBuilder = PulsarClient.builder().serviceUrl(sc.get("service_url").asText());
+    ClientBuilder clientBuilder = PulsarClient.builder();
+    ServiceUrlProvider failover = failoverProvider(sc);
+    if (failover != null) {
+      clientBuilder.serviceUrlProvider(failover);
+    } else {
+      clientBuilder.serviceUrl(sc.get("service_url").asText());
+    }
     if (sc.hasNonNull("tls_trust_certs_file")) {
       clientBuilder.tlsTrustCertsFilePath(sc.get("tls_trust_certs_file").asText())
           .allowTlsInsecureConnection(false)
@@ -232,8 +281,34 @@ public final class Driver {
     Map<String, Integer> attempts = new HashMap<>();
     Set<String> acked = new HashSet<>();
     int deliveries = 0;
+    int next = n;
+    String serviceUrl = null;
     String reason;
     while (true) {
+      if (failover != null && !failover.getServiceUrl().equals(serviceUrl)) {
+        serviceUrl = failover.getServiceUrl();
+        Map<String, Object> ev = event("service_url");
+        ev.put("payload", serviceUrl);
+        emit(ev);
+      }
+      while (produceAsked.poll() != null) {
+        int i = next++;
+        producer.newMessage()
+            .key("k" + i)
+            .value(("m" + i).getBytes(StandardCharsets.UTF_8))
+            .property("i", Integer.toString(i))
+            .sendAsync()
+            .whenComplete((id, err) -> {
+              Map<String, Object> ev = event(err == null ? "produced" : "send_failed");
+              ev.put("i", i);
+              if (err == null) {
+                ev.put("id", formatId(id));
+              } else {
+                ev.put("message", err.toString());
+              }
+              emit(ev);
+            });
+      }
       if (stopAcked > 0 && acked.size() >= stopAcked) {
         reason = "acked";
         break;
