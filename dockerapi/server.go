@@ -825,6 +825,12 @@ func (s *Server) attachContainer(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "No such container: "+r.PathValue("id"))
 		return
 	}
+	// Where the stream starts is fixed before the client hears the
+	// upgrade: it starts the container right after.
+	next := c.log.size()
+	if queryBool(r, "logs") {
+		next = 0
+	}
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		apiError(w, http.StatusInternalServerError, "cannot hijack the connection")
@@ -844,10 +850,6 @@ func (s *Server) attachContainer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	go io.Copy(io.Discard, conn)
-	next := c.log.size()
-	if queryBool(r, "logs") {
-		next = 0
-	}
 	for {
 		frames, more := c.log.read(next)
 		next += len(frames)

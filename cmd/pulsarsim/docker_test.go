@@ -131,7 +131,7 @@ func TestDockerAPIRunsAPulsarContainerAsABroker(t *testing.T) {
 	}
 	create := map[string]any{
 		"Image": "apachepulsar/pulsar:4.0.8", "Cmd": []string{"bin/pulsar", "standalone"},
-		"Env":          []string{"PULSAR_MEM=-Xmx512m"},
+		"Env":          []string{"clusterName=docker-test", "PULSAR_MEM=-Xmx512m"},
 		"ExposedPorts": map[string]any{"6650/tcp": map[string]any{}, "8080/tcp": map[string]any{}},
 	}
 	st, body := d.call("POST", "/containers/create?name=pulsar-one", create)
@@ -156,6 +156,24 @@ func TestDockerAPIRunsAPulsarContainerAsABroker(t *testing.T) {
 	url := "pulsar://127.0.0.1:" + port
 	waitReady(t, d, made.Id, 1)
 	produceAndConsume(t, url, "persistent://public/default/in-a-container")
+
+	// The cluster is named by the container's environment.
+	_, body = d.call("GET", "/containers/"+made.Id+"/json", nil)
+	var doc struct {
+		NetworkSettings struct {
+			Ports map[string][]struct{ HostPort string }
+		}
+	}
+	json.Unmarshal(body, &doc)
+	resp, err := http.Get("http://127.0.0.1:" + doc.NetworkSettings.Ports["8080/tcp"][0].HostPort + "/admin/v2/clusters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusters, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(clusters) != `["docker-test"]` {
+		t.Fatalf("clusters of the container: %s", clusters)
+	}
 
 	exec := func(cmd ...string) (int, string) {
 		st, body := d.call("POST", "/containers/"+made.Id+"/exec", map[string]any{"Cmd": cmd, "AttachStdout": true, "AttachStderr": true})
