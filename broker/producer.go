@@ -274,9 +274,11 @@ func (c *conn) handleSend(s *pb.CommandSend, payload []byte) bool {
 	receipt := func(dst []byte) []byte {
 		return protocol.AppendSendReceipt(dst, producerID, seq, highest, ledger, entry)
 	}
-	if tracing {
+	switch {
+	case c.receiptWhenDurable(prod.topic, producerID, seq, receipt):
+	case tracing:
 		c.sendFrame(receipt)
-	} else {
+	default:
 		c.deferWake(receipt)
 	}
 	return true

@@ -133,13 +133,12 @@ func (d *Disk) DeleteLedger(topic string) {
 	}})
 }
 
-// PutMetadata queues the store's metadata as it is now (the caller holds
-// the lock that guards it).
-func (d *Disk) PutMetadata(st *store.Store) error {
-	v, err := encodeMeta(st)
-	if err != nil {
-		return err
-	}
+// PutMetadata queues the store's metadata, as EncodeMetadata encoded it.
+func (d *Disk) PutMetadata(v []byte) {
 	d.enqueue(op{apply: func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyStore, v) }})
-	return nil
+}
+
+// PutSecurity queues the authorization state, as EncodeSecurity encoded it.
+func (d *Disk) PutSecurity(v []byte) {
+	d.enqueue(op{apply: func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySecurity, v) }})
 }

@@ -182,6 +182,10 @@ func (d *Disk) run() {
 // Close commits what is queued and closes the directory.
 func (d *Disk) Close() error {
 	d.mu.Lock()
+	if d.crashed {
+		d.mu.Unlock()
+		return nil // Crash closed it
+	}
 	d.closing = true
 	d.cond.Signal()
 	d.mu.Unlock()

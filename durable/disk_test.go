@@ -187,9 +187,12 @@ func TestMetadataComesBack(t *testing.T) {
 	st.AntiAffinityGroups["acme/ns"] = "g"
 	st.Security.Init()
 	st.Security.TenantAdmins["acme"] = []string{"root"}
-	if err := d.PutMetadata(st); err != nil {
+	v, err := EncodeMetadata(st)
+	if err != nil {
 		t.Fatal(err)
 	}
+	d.PutMetadata(v)
+	d.PutSecurity(EncodeSecurity(&st.Security))
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ var (
 	bucketEntries = []byte("entries") // topic / entry id (8 bytes, big endian): entry
 	bucketCursors = []byte("cursors") // topic / subscription: cursorRecord
 	keyStore      = []byte("store")
+	keySecurity   = []byte("security") // in meta: the securityRecord
 )
 
 func createBuckets(tx *bolt.Tx) error {
@@ -191,10 +192,33 @@ type metaRecord struct {
 	Tenants            map[string]bool
 	Namespaces         map[string]bool
 	NextLedger         uint64
-	TenantAdmins       map[string][]string
-	NamespaceGrants    map[string]auth.Grants
-	TopicGrants        map[string]auth.Grants
 	AntiAffinityGroups map[string]string
+}
+
+// securityRecord is the authorization state: tenant admin roles and
+// permissions (package broker guards it with a lock of its own).
+type securityRecord struct {
+	TenantAdmins    map[string][]string
+	NamespaceGrants map[string]auth.Grants
+	TopicGrants     map[string]auth.Grants
+}
+
+// EncodeSecurity encodes the authorization state, sealed.
+func EncodeSecurity(p *store.Security) []byte {
+	return sealJSON(securityRecord{TenantAdmins: p.TenantAdmins, NamespaceGrants: p.NamespaceGrants, TopicGrants: p.TopicGrants})
+}
+
+// decodeSecurity writes a sealed security record into p.
+func decodeSecurity(v []byte, p *store.Security) error {
+	var r securityRecord
+	if err := unsealJSON(v, &r); err != nil {
+		return err
+	}
+	p.TenantAdmins, p.NamespaceGrants, p.TopicGrants = r.TenantAdmins, r.NamespaceGrants, r.TopicGrants
+	if p.TenantAdmins == nil || p.NamespaceGrants == nil || p.TopicGrants == nil {
+		*p = store.Security{}
+	}
+	return nil
 }
 
 // schemaRecord is one version of a topic's schema: its definition as the
@@ -204,8 +228,9 @@ type schemaRecord struct {
 	At     time.Time
 }
 
-// encodeMeta encodes the metadata of st, sealed.
-func encodeMeta(st *store.Store) ([]byte, error) {
+// EncodeMetadata encodes the metadata of st (but its authorization state,
+// EncodeSecurity), sealed. Equal metadata encode to equal bytes.
+func EncodeMetadata(st *store.Store) ([]byte, error) {
 	r := metaRecord{
 		Partitioned:        st.Partitioned,
 		Schemas:            map[string][]schemaRecord{},
@@ -214,9 +239,6 @@ func encodeMeta(st *store.Store) ([]byte, error) {
 		Tenants:            st.Registry.Tenants,
 		Namespaces:         st.Registry.Namespaces,
 		NextLedger:         st.NextLedger,
-		TenantAdmins:       st.Security.TenantAdmins,
-		NamespaceGrants:    st.Security.NamespaceGrants,
-		TopicGrants:        st.Security.TopicGrants,
 		AntiAffinityGroups: st.AntiAffinityGroups,
 	}
 	for topic, versions := range st.Schemas {
@@ -260,7 +282,6 @@ func decodeMeta(v []byte, st *store.Store) error {
 	if r.NextLedger > st.NextLedger {
 		st.NextLedger = r.NextLedger
 	}
-	st.Security.TenantAdmins, st.Security.NamespaceGrants, st.Security.TopicGrants = r.TenantAdmins, r.NamespaceGrants, r.TopicGrants
 	st.Schemas = map[string][]store.Schema{}
 	for topic, rs := range r.Schemas {
 		versions := make([]store.Schema, len(rs))

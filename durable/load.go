@@ -36,6 +36,11 @@ func (d *Disk) Load(st *store.Store, appendEntry Appender) (Recovery, error) {
 				return fmt.Errorf("durable: the metadata: %w", err)
 			}
 		}
+		if v := tx.Bucket(bucketMeta).Get(keySecurity); v != nil {
+			if err := decodeSecurity(v, &st.Security); err != nil {
+				return fmt.Errorf("durable: the permissions: %w", err)
+			}
+		}
 		return tx.Bucket(bucketLedgers).ForEach(func(k, v []byte) error {
 			topic := string(k)
 			var lr ledgerRecord
