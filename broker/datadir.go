@@ -77,6 +77,7 @@ func (s *shared) openDataDir(cfg config) {
 		s.diskErr = err
 		return
 	}
+	replayDedup(s.data)
 	s.disk = d
 	var lastMeta, lastSec []byte
 	s.mu.save = func() {
@@ -122,10 +123,36 @@ func (t *Topic) ledgerPropertiesLocked() *ledger {
 		TopicEpoch: t.topicEpoch, HasEpoch: t.hasEpoch,
 		View: t.view,
 	}
-	if len(t.dedup.last) > 0 {
+	if t.dedup.on {
 		l.DedupLast = t.dedup.last
 	}
 	return l
+}
+
+// replayDedup brings the deduplication state of each ledger whose topic had
+// it on up to the entries it holds, as Pulsar's MessageDeduplication
+// replays the entries after its last snapshot: the state a ledger was last
+// written with may be older than its last entries (a crash).
+func replayDedup(st *store.Store) {
+	for _, l := range st.Ledgers {
+		if l.DedupLast == nil {
+			continue
+		}
+		for _, e := range l.Log.Entries {
+			if e.Marker {
+				continue
+			}
+			pl, err := protocol.ParsePayload(e.Data[e.MetaLen:])
+			if err != nil {
+				continue
+			}
+			md := pl.Metadata
+			seq := max(int64(md.GetSequenceId()), int64(md.GetHighestSequenceId()))
+			if last, ok := l.DedupLast[md.GetProducerName()]; !ok || seq > last {
+				l.DedupLast[md.GetProducerName()] = seq
+			}
+		}
+	}
 }
 
 // saveCursorLocked writes the persisted state of s (s.persisted).
@@ -170,23 +197,20 @@ func (b *Broker) saveAll() error {
 }
 
 // receiptWhenDurable sends a SEND's receipt once everything queued before
-// it is durable: at once without a data directory or for a non-persistent
-// topic. A write that failed answers PersistenceError, as Pulsar does when
-// BookKeeper fails an add; a directory closed by a crash answers nothing.
-func (c *conn) receiptWhenDurable(t *Topic, producerID, seq uint64, receipt func([]byte) []byte) bool {
-	d := c.b.disk
-	if d == nil || !t.name.Persistent {
-		return false
-	}
-	d.Barrier(func(err error) {
+// it is durable, the SEND's entry first. A write that failed answers
+// PersistenceError, as Pulsar does when BookKeeper fails an add; a directory
+// closed by a crash answers nothing.
+func (c *conn) receiptWhenDurable(producerID, seq, highest, ledger, entry uint64) {
+	c.b.disk.Barrier(func(err error) {
 		switch {
 		case err == nil:
-			c.sendFrame(receipt)
+			c.sendFrame(func(dst []byte) []byte {
+				return protocol.AppendSendReceipt(dst, producerID, seq, highest, ledger, entry)
+			})
 		case !errors.Is(err, durable.ErrClosed):
 			c.send(persistenceError(producerID, seq, err))
 		}
 	})
-	return true
 }
 
 // persistenceError is the SEND_ERROR of an entry the disk failed to keep.

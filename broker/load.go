@@ -73,7 +73,7 @@ func (b *Broker) loadLedgerLocked(t *Topic) bool {
 	t.topicEpoch, t.hasEpoch = l.TopicEpoch, l.HasEpoch
 	t.view = l.View
 	t.buf = l.Buf
-	if len(l.DedupLast) > 0 {
+	if l.DedupLast != nil {
 		t.dedup = dedup{on: true, last: maps.Clone(l.DedupLast), idle: map[string]time.Time{}}
 	}
 	for name, d := range l.Subs {

@@ -52,7 +52,7 @@ func (d *Disk) FreeEntries(topic string, log *store.Log) {
 func (d *Disk) PutLedger(topic string, l *store.Ledger, withCursors bool) {
 	r := ledgerRecord{
 		ID: l.ID, Created: l.Created, Terminated: l.Terminated,
-		TopicEpoch: l.TopicEpoch, HasEpoch: l.HasEpoch, DedupLast: l.DedupLast,
+		TopicEpoch: l.TopicEpoch, HasEpoch: l.HasEpoch, DedupLast: l.DedupLast, Dedup: l.DedupLast != nil,
 	}
 	if l.View.Has || l.View.Ran {
 		view := l.View

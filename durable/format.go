@@ -148,6 +148,7 @@ type ledgerRecord struct {
 	TopicEpoch uint64               `json:",omitempty"`
 	HasEpoch   bool                 `json:",omitempty"`
 	DedupLast  map[string]int64     `json:",omitempty"`
+	Dedup      bool                 `json:",omitempty"` // deduplication was on: DedupLast is set, if empty
 	View       *store.CompactedView `json:",omitempty"`
 }
 

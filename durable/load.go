@@ -52,6 +52,9 @@ func (d *Disk) Load(st *store.Store, appendEntry Appender) (Recovery, error) {
 				TopicEpoch: lr.TopicEpoch, HasEpoch: lr.HasEpoch, DedupLast: lr.DedupLast,
 				Subs: map[string]store.DurableSub{}, Log: &store.Log{},
 			}
+			if lr.Dedup && l.DedupLast == nil {
+				l.DedupLast = map[string]int64{}
+			}
 			if lr.View != nil {
 				l.View = *lr.View
 				l.View.Ran = false // a topic loaded anew has not run a compaction

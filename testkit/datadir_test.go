@@ -249,3 +249,45 @@ func TestARestartAfterATornWriteServesTheLogUpToTheLastWholeEntry(t *testing.T) 
 		t.Fatalf("after the torn write the topic holds %d messages", len(ms))
 	}
 }
+
+func TestACrashKeepsTheDeduplicationStateOfEveryReceiptedMessage(t *testing.T) {
+	b := testkit.Start(t, testkit.WithDataDir(t.TempDir()), testkit.WithDeduplication())
+	topic := "persistent://public/default/dedup"
+	c := b.Client()
+	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "orders", DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := p.Send(ctxFor(t), &pulsar.ProducerMessage{Payload: []byte(fmt.Sprint(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Crash()
+	p.Close()
+	c.Close()
+	b.Restart()
+	c = b.Client()
+	p, err = c.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "orders", DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// A resend of sequence id 1 is a duplicate: receipted, not stored.
+	if _, err := p.Send(ctxFor(t), &pulsar.ProducerMessage{Payload: []byte("again"), SequenceID: new(int64(1))}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(b.Messages(topic)); n != 3 {
+		t.Fatalf("%d messages stored after a resend, want 3", n)
+	}
+	// The producer goes on after the last sequence id stored before the crash.
+	if _, err := p.Send(ctxFor(t), &pulsar.ProducerMessage{Payload: []byte("next")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.LastSequenceID(); got != 3 {
+		t.Fatalf("the next message got sequence id %d, want 3", got)
+	}
+	if n := len(b.Messages(topic)); n != 4 {
+		t.Fatalf("%d messages stored, want 4", n)
+	}
+}
