@@ -194,6 +194,9 @@ type metaRecord struct {
 	Namespaces         map[string]bool
 	NextLedger         uint64
 	AntiAffinityGroups map[string]string
+	// Bundles are the namespaces' bundle boundaries (their owners are not
+	// kept: a broker that starts takes them anew).
+	Bundles map[string][]uint32 `json:",omitempty"`
 }
 
 // securityRecord is the authorization state: tenant admin roles and
@@ -241,6 +244,9 @@ func EncodeMetadata(st *store.Store) ([]byte, error) {
 		Namespaces:         st.Registry.Namespaces,
 		NextLedger:         st.NextLedger,
 		AntiAffinityGroups: st.AntiAffinityGroups,
+	}
+	if st.Owners != nil {
+		r.Bundles = st.Owners.AllBoundaries()
 	}
 	for topic, versions := range st.Schemas {
 		rs := make([]schemaRecord, len(versions))
@@ -296,6 +302,11 @@ func decodeMeta(v []byte, st *store.Store) error {
 			}
 		}
 		st.Schemas[topic] = versions
+	}
+	if st.Owners != nil {
+		for ns, bs := range r.Bundles {
+			st.Owners.SetBoundaries(ns, bs)
+		}
 	}
 	st.PolicyGen.Add(1)
 	return nil

@@ -83,6 +83,7 @@ func TestARestartOnTheDataDirGivesBackMessagesCursorsAndMetadata(t *testing.T) {
 	b.CreateNamespace("acme/orders")
 	ttl := 3600
 	b.SetNamespacePolicies("acme/orders", testkit.Policies{MessageTTLSeconds: &ttl})
+	bundles := b.SplitBundle("acme/orders", b.Bundles("acme/orders")[0])
 	topic := "persistent://acme/orders/t"
 	c := b.Client()
 	cons := subscribe(t, c, topic, "s")
@@ -146,6 +147,9 @@ func TestARestartOnTheDataDirGivesBackMessagesCursorsAndMetadata(t *testing.T) {
 	}
 	if p := b.AppliedPolicies(topic); p.MessageTTLSeconds == nil || *p.MessageTTLSeconds != ttl {
 		t.Fatalf("the namespace's message TTL after the restart: %v", p.MessageTTLSeconds)
+	}
+	if got := b.Bundles("acme/orders"); !slices.Equal(got[:len(bundles)], bundles) {
+		t.Fatalf("the namespace's bundles after the restart %v, want the split's %v first", got, bundles)
 	}
 	if s := b.Schema(schemaTopic, -1); s.Type != "STRING" {
 		t.Fatalf("the schema after the restart: %+v", s)
