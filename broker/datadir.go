@@ -255,3 +255,17 @@ func (b *Broker) Crash() error {
 	}
 	return b.Close()
 }
+
+// WaitDurable returns once every change made before it (entries, cursors,
+// metadata) is durable in the data directory, at once without one. The
+// admin API waits so before it answers a request that changed something.
+func (b *Broker) WaitDurable() error {
+	if b.disk == nil {
+		return nil
+	}
+	err := b.disk.Wait()
+	if errors.Is(err, durable.ErrClosed) {
+		return nil // stopped or crashed: nothing more will be written
+	}
+	return err
+}
