@@ -80,8 +80,9 @@ func (s *shared) openDataDir(cfg config) {
 	replayDedup(s.data)
 	s.disk = d
 	var lastMeta, lastSec []byte
+	var enc durable.MetadataEncoder
 	s.mu.save = func() {
-		if v, err := durable.EncodeMetadata(s.data); err == nil && !bytes.Equal(v, lastMeta) {
+		if v, err := enc.Encode(s.data); err == nil && !bytes.Equal(v, lastMeta) {
 			lastMeta = v
 			d.PutMetadata(v)
 		}

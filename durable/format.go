@@ -234,7 +234,21 @@ type schemaRecord struct {
 
 // EncodeMetadata encodes the metadata of st (but its authorization state,
 // EncodeSecurity), sealed. Equal metadata encode to equal bytes.
-func EncodeMetadata(st *store.Store) ([]byte, error) {
+func EncodeMetadata(st *store.Store) ([]byte, error) { return (&MetadataEncoder{}).Encode(st) }
+
+// MetadataEncoder encodes a store's metadata again and again, as its
+// changes are written: it keeps the encoding of each schema version, which
+// never changes once registered.
+type MetadataEncoder struct {
+	schemas map[*pb.Schema][]byte
+}
+
+// Encode is EncodeMetadata, reusing the schemas encoded before.
+func (m *MetadataEncoder) Encode(st *store.Store) ([]byte, error) {
+	if m.schemas == nil {
+		m.schemas = map[*pb.Schema][]byte{}
+	}
+	seen := make(map[*pb.Schema]bool, len(m.schemas))
 	r := metaRecord{
 		Partitioned:        st.Partitioned,
 		Schemas:            map[string][]schemaRecord{},
@@ -253,14 +267,24 @@ func EncodeMetadata(st *store.Store) ([]byte, error) {
 		for i, v := range versions {
 			rs[i].At = v.At
 			if v.Schema != nil {
-				b, err := proto.Marshal(v.Schema)
-				if err != nil {
-					return nil, err
+				b, ok := m.schemas[v.Schema]
+				if !ok {
+					var err error
+					if b, err = proto.Marshal(v.Schema); err != nil {
+						return nil, err
+					}
+					m.schemas[v.Schema] = b
 				}
+				seen[v.Schema] = true
 				rs[i].Schema = b
 			}
 		}
 		r.Schemas[topic] = rs
+	}
+	for s := range m.schemas {
+		if !seen[s] {
+			delete(m.schemas, s) // a deleted topic's
+		}
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
