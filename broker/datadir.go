@@ -70,7 +70,7 @@ func (s *shared) openDataDir(cfg config) {
 		return
 	}
 	now := cfg.clock.Now
-	_, err = d.Load(s.data, func(l *store.Log, e *store.Entry) {
+	rec, err := d.Load(s.data, func(l *store.Log, e *store.Entry) {
 		l.Append(e, DefaultTrimBlock, DefaultTrimBlockBytes, func() int64 { return now().UnixMilli() })
 	})
 	if err != nil {
@@ -80,7 +80,7 @@ func (s *shared) openDataDir(cfg config) {
 	}
 	replayDedup(s.data)
 	replayTransactions(s.data)
-	s.disk = d
+	s.disk, s.restored = d, rec.Metadata
 	var lastMeta, lastSec []byte
 	var enc durable.MetadataEncoder
 	s.mu.save = func() {
