@@ -126,6 +126,9 @@ func (b *Broker) attach(ln net.Listener) error {
 	if b.closed {
 		return ErrClosed
 	}
+	if b.diskErr != nil {
+		return b.diskErr
+	}
 	if b.ln != nil {
 		return errors.New("broker: already serving")
 	}
@@ -276,9 +279,10 @@ func (b *Broker) Close() error {
 		c.close()
 	}
 	b.wg.Wait()
+	diskErr := b.closeDataDir()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.acceptErr
+	return errors.Join(b.acceptErr, diskErr)
 }
 
 func (b *Broker) removeConn(c *conn) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pulsarsim/pulsarsim/auth"
+	"github.com/pulsarsim/pulsarsim/durable"
 	"github.com/pulsarsim/pulsarsim/protocol"
 )
 
@@ -62,6 +63,10 @@ type config struct {
 	// migrationCheck is clusterMigrationCheckDurationSeconds: 0, the
 	// loaded topics are not checked for a migration (migration.go).
 	migrationCheck time.Duration
+	// dataDir is the directory the store is kept in, "" for memory only,
+	// and dataSync its sync policy (datadir.go).
+	dataDir  string
+	dataSync durable.Sync
 }
 
 func defaultConfig() config {

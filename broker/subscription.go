@@ -145,7 +145,7 @@ func (t *Topic) newSubscriptionLocked(name string, durable bool, markDelete int6
 		settledAtStart: markDelete + 1,
 	}
 	t.subs[name] = s
-	if durable && t.b.cfg.store != nil {
+	if durable && (t.b.cfg.store != nil || t.b.disk != nil) {
 		// A new cursor's position is persisted with it, outside the rate
 		// limit of its later changes: the first of those goes through.
 		s.writeCursorLocked(time.Time{})
@@ -356,6 +356,9 @@ func (t *Topic) subscriptionForLocked(c *conn, sub *pb.CommandSubscribe, typ dis
 		// Only the SUBSCRIBE that creates the subscription gives it
 		// properties (subscriptionproperties.go).
 		s.properties = properties(sub.GetSubscriptionProperties())
+		if s.persisted != nil {
+			s.saveCursorLocked() // with its properties and start
+		}
 	case s.durable && !sub.GetDurable():
 		return nil, &refusal{pb.ServerError_NotAllowedError, "Durable subscription with the same name already exists."}
 	case !s.durable && sub.GetDurable():

@@ -104,6 +104,9 @@ func (b *Broker) createSubscription(topic, sub string, at Position, props map[st
 		s.fromFirst = at.earliest || at.at != nil && at.at.Ledger < 0
 		s.settledAtStart = t.log.Base
 		s.properties = maps.Clone(props)
+		if s.persisted != nil {
+			s.saveCursorLocked() // with its properties and start
+		}
 		s.cursorWrittenLocked()
 		t.mu.Unlock()
 	}
@@ -175,10 +178,12 @@ func (b *Broker) DeleteSubscription(topic, sub string, force bool) error {
 		found = true
 		s.closeConsumersLocked(nil, nil)
 		delete(t.subs, sub)
+		t.forgetSubscriptionLocked(s)
 		if sub == CompactionSubscription {
 			// Pulsar deletes the compacted ledger with the compactor's
 			// cursor: the topic has no compacted view any more.
 			t.view = compactedView{Ran: t.view.Ran}
+			t.saveLedgerLocked()
 		}
 		if s.durable {
 			t.markActiveLocked()

@@ -27,9 +27,9 @@ func twoClusters(t *testing.T) (east, west *testkit.Cluster) {
 // host is a broker's host:port, for a service URL naming several hosts.
 func host(b *testkit.Broker) string { return strings.TrimPrefix(b.URL(), "pulsar://") }
 
-// payloads are the payloads of what the cluster's broker holds on topic
+// storedPayloads are the payloads of what the cluster's broker holds on topic
 // (none when it never had the topic).
-func payloads(t *testing.T, c *testkit.Cluster, topic string) []string {
+func storedPayloads(t *testing.T, c *testkit.Cluster, topic string) []string {
 	b := c.Broker(0)
 	if _, ok := b.Topic(topic); !ok {
 		return nil
@@ -101,10 +101,10 @@ func TestAMultiHostClientProducesOnTheOtherClusterWhileOneIsCutOff(t *testing.T)
 		t.Fatal(err)
 	}
 	on, other := east, west
-	if len(payloads(t, west, topic)) == 1 {
+	if len(storedPayloads(t, west, topic)) == 1 {
 		on, other = west, east
 	}
-	if got := payloads(t, on, topic); len(got) != 1 || got[0] != "first" {
+	if got := storedPayloads(t, on, topic); len(got) != 1 || got[0] != "first" {
 		t.Fatalf("the first message is on neither cluster: %v", got)
 	}
 
@@ -123,7 +123,7 @@ func TestAMultiHostClientProducesOnTheOtherClusterWhileOneIsCutOff(t *testing.T)
 	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("second")}); err != nil {
 		t.Fatalf("send while the producer's cluster is cut off: %v", err)
 	}
-	if got := payloads(t, other, topic); len(got) != 1 || got[0] != "second" {
+	if got := storedPayloads(t, other, topic); len(got) != 1 || got[0] != "second" {
 		t.Errorf("the other cluster holds %v, want [second]", got)
 	}
 
@@ -133,7 +133,7 @@ func TestAMultiHostClientProducesOnTheOtherClusterWhileOneIsCutOff(t *testing.T)
 	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("third")}); err != nil {
 		t.Fatalf("send once the first cluster is back and the other cut off: %v", err)
 	}
-	if got := payloads(t, on, topic); len(got) != 2 || got[0] != "first" || got[1] != "third" {
+	if got := storedPayloads(t, on, topic); len(got) != 2 || got[0] != "first" || got[1] != "third" {
 		t.Errorf("the first cluster holds %v, want [first third]", got)
 	}
 	other.Reconnect()
@@ -167,7 +167,7 @@ func TestAKilledClusterComesBackWithWhatItsStoreKept(t *testing.T) {
 	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("after")}); err != nil {
 		t.Fatalf("send once the cluster is back: %v", err)
 	}
-	if got := payloads(t, east, "killed"); len(got) != 2 || got[0] != "stored" || got[1] != "after" {
+	if got := storedPayloads(t, east, "killed"); len(got) != 2 || got[0] != "stored" || got[1] != "after" {
 		t.Errorf("the revived cluster holds %v, want [stored after]", got)
 	}
 	p.Close()
@@ -200,7 +200,7 @@ func TestACutOffFaultTakesTheClusterAwayAtTheCommandItMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	on, other := east, west
-	if len(payloads(t, west, topic)) == 1 {
+	if len(storedPayloads(t, west, topic)) == 1 {
 		on, other = west, east
 	}
 	h := on.Broker(0).Fault(testkit.Fault{Command: testkit.CommandSend, Topic: topic, CutOff: true, Count: 1})
@@ -210,10 +210,10 @@ func TestACutOffFaultTakesTheClusterAwayAtTheCommandItMatches(t *testing.T) {
 	if h.Fired() != 1 {
 		t.Errorf("the fault fired %d times, want 1", h.Fired())
 	}
-	if got := payloads(t, on, topic); len(got) != 1 || got[0] != "first" {
+	if got := storedPayloads(t, on, topic); len(got) != 1 || got[0] != "first" {
 		t.Errorf("the cut-off cluster holds %v, want [first]: the send it met is not stored", got)
 	}
-	if got := payloads(t, other, topic); len(got) != 1 || got[0] != "second" {
+	if got := storedPayloads(t, other, topic); len(got) != 1 || got[0] != "second" {
 		t.Errorf("the other cluster holds %v, want [second]", got)
 	}
 	if _, err := net.Dial("tcp", host(on.Broker(0))); !errors.Is(err, syscall.ECONNREFUSED) {

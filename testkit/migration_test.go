@@ -76,10 +76,10 @@ func TestAMigratedClustersProducerMovesAtOnceAndItsConsumerOnceItsBacklogIsAcked
 	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("green-0")}); err != nil {
 		t.Fatalf("send after the migration: %v", err)
 	}
-	if got := payloads(t, green, topic); len(got) != 1 || got[0] != "green-0" {
+	if got := storedPayloads(t, green, topic); len(got) != 1 || got[0] != "green-0" {
 		t.Errorf("green holds %v, want [green-0]", got)
 	}
-	if got := payloads(t, blue, topic); len(got) != 3 {
+	if got := storedPayloads(t, blue, topic); len(got) != 3 {
 		t.Errorf("blue holds %v, want its 3 messages and no more", got)
 	}
 	// The consumer has not acknowledged blue's messages: it is still there.
@@ -125,7 +125,7 @@ func TestWithoutAMigrationCheckOnlyTheTopicsLoadedAfterTheMigrationMove(t *testi
 	if _, err := early.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("still blue")}); err != nil {
 		t.Fatalf("send on a topic loaded before the migration: %v", err)
 	}
-	if got := payloads(t, blue, "early"); len(got) != 1 {
+	if got := storedPayloads(t, blue, "early"); len(got) != 1 {
 		t.Errorf("blue holds %v on the topic loaded before, want the message sent after the migration", got)
 	}
 	if _, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "late"}); err == nil {
