@@ -232,7 +232,7 @@ func TestATransactionalAckHoldsAcrossAMove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	defer func() { p.Close() }()
 	for _, payload := range []string{"committed", "aborted"} {
 		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(payload)}); err != nil {
 			t.Fatal(err)
@@ -256,6 +256,13 @@ func TestATransactionalAckHoldsAcrossAMove(t *testing.T) {
 		}
 	}
 	c.Move(topic, 1)
+	if raceDetector {
+		// A producer that reconnected races in the client (race_on_test.go).
+		p.Close()
+		if p, err = client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// The consumer reconnects to broker 1, which holds both messages for
 	// their transactions: a message sent now is the next one it gets.
 	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("after the move")}); err != nil {
