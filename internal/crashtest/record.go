@@ -53,7 +53,7 @@ type subRecord struct {
 	// entries from lostFrom on that have not come again yet.
 	lostCum  []cumAck
 	lostFrom pos
-	batches map[pos]*partialBatch
+	batches  map[pos]*partialBatch
 	// received holds the keys the subscription delivered.
 	received   map[string]bool
 	deliveries int64
