@@ -257,6 +257,11 @@ func (r *record) delivered(s *subRecord, key string, id pulsar.MessageID) {
 	case ci < len(s.cum) && via == "cumulative" && li < 0:
 		s.lostCum = append([]cumAck(nil), s.cum[ci:]...)
 		s.cum = s.cum[:ci:ci]
+		// What comes before p is still acknowledged: the broker resumes the
+		// subscription after it.
+		if before := (pos{p.ledger, p.entry - 1}); p.entry > 0 && (ci == 0 || s.cum[ci-1].through.less(before)) {
+			s.cum = append(s.cum, cumAck{through: before, at: s.lostCum[0].at})
+		}
 		s.lostFrom = pos{p.ledger, p.entry + 1}
 	case li >= 0:
 		s.lostFrom = pos{p.ledger, p.entry + 1}
