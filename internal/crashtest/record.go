@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -89,6 +90,8 @@ type record struct {
 	// resend them, so they may be stored twice without deduplication.
 	inFlightAtKill map[string]bool
 	sent, failed   int64
+	closed         int64 // failed because the client closed the producer
+	firstClosed    string
 	dupReceipts    int64 // receipts naming no position (a duplicate the broker dropped)
 
 	kills []time.Time
@@ -174,6 +177,11 @@ func (r *record) receipt(topic, key string, id pulsar.MessageID, err error) {
 	delete(r.outstanding, key)
 	if err != nil {
 		r.failed++
+		if errors.Is(err, pulsar.ErrProducerClosed) {
+			if r.closed++; r.closed == 1 {
+				r.firstClosed = fmt.Sprintf("%s: %v", key, err)
+			}
+		}
 		r.logf("F %s %s %v", topic, key, err)
 		return
 	}
@@ -350,6 +358,12 @@ func (r *record) ackedByAll(topic string, p pos) bool {
 		return false
 	}
 	return n > 0
+}
+
+func (r *record) closedSends() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
 }
 
 func (r *record) mayBeDuplicate(key string) bool {

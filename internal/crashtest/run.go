@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
 )
 
 // report is what a run measured.
@@ -112,8 +111,13 @@ func run(o options) (*report, error) {
 		{name: "crash-batched-" + run, batching: true},
 	}}
 	rep.wl = w
+	clog, clogFile, err := newClientLog(filepath.Join(o.workDir, "client.log"))
+	if err != nil {
+		return rep, err
+	}
+	defer clogFile.Close()
 	newClient := func() (pulsar.Client, error) {
-		return pulsar.NewClient(pulsar.ClientOptions{URL: "pulsar://" + o.addr, Logger: plog.DefaultNopLogger(),
+		return pulsar.NewClient(pulsar.ClientOptions{URL: "pulsar://" + o.addr, Logger: clog,
 			OperationTimeout: 2 * time.Minute, MaxConnectionsPerBroker: 1})
 	}
 	if w.prodClient, err = newClient(); err != nil {
@@ -250,8 +254,11 @@ func check(w *workload, rep *report, final bool) error {
 			errs = append(errs, fmt.Errorf("%s: %d messages not at their receipt's id, e.g. %v", topic, len(moved), moved[:min(5, len(moved))]))
 		}
 	}
+	if n := w.rec.closedSends(); n > 0 {
+		errs = append(errs, fmt.Errorf("%d sends failed because pulsar-client-go closed their producer (it gave up reconnecting: see client.log), first: %s", n, w.rec.firstClosed))
+	}
 	if n := w.badPayloads.Load(); n > 0 {
-		errs = append(errs, fmt.Errorf("%d deliveries whose payload did not check, first: %v", n, w.firstBad.Load()))
+		errs = append(errs, fmt.Errorf("%d deliveries whose payload did not check or consumers closed, first: %v", n, w.firstBad.Load()))
 	}
 	if err := forgottenTooOld(w.rec, w.o.ackGrace); err != nil {
 		errs = append(errs, err)

@@ -86,7 +86,7 @@ type workload struct {
 	consCtx context.Context
 	cancel  context.CancelFunc
 
-	badPayloads atomic.Int64
+	badPayloads atomic.Int64 // deliveries that did not check, and consumers lost
 	firstBad    atomic.Value
 }
 
@@ -131,6 +131,11 @@ func (w *workload) consume(c pulsar.Consumer, s subSpec, sr *subRecord) {
 		m, err := c.Receive(ctx)
 		cancel()
 		if w.consCtx.Err() != nil {
+			return
+		}
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			// The client closed the consumer: it gave up on the broker.
+			w.bad(fmt.Errorf("%s on %s: the consumer is closed: %w", sr.name, sr.topic, err))
 			return
 		}
 		if err != nil {
