@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -128,6 +131,13 @@ func run(o options) (*report, error) {
 		return rep, err
 	}
 	defer w.consClient.Close()
+	// On the way out the consumers stop before their client closes, so
+	// that the closing is not taken for a failure.
+	defer func() {
+		if w.cancel != nil {
+			w.cancel()
+		}
+	}()
 	if err := w.subscribe(); err != nil {
 		return rep, err
 	}
@@ -292,7 +302,7 @@ func forgottenTooOld(rec *record, grace time.Duration) error {
 // drain waits until every subscription has received every key stored in
 // its topic.
 func drain(w *workload, rep *report) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	stored := map[string]map[string]bool{}
 	for _, t := range w.topics {
@@ -310,14 +320,15 @@ func drain(w *workload, rep *report) error {
 		var short []string
 		w.rec.mu.Lock()
 		for k, s := range w.rec.subs {
-			n := 0
+			var lack []string
 			for key := range stored[s.topic] {
 				if !s.received[key] {
-					n++
+					lack = append(lack, key+"@"+w.rec.receipts[key])
 				}
 			}
-			if n > 0 {
-				short = append(short, fmt.Sprintf("%s lacks %d", k, n))
+			if len(lack) > 0 {
+				sort.Strings(lack)
+				short = append(short, fmt.Sprintf("%s lacks %d, e.g. %v", k, len(lack), lack[:min(5, len(lack))]))
 			}
 		}
 		w.rec.mu.Unlock()
@@ -327,9 +338,24 @@ func drain(w *workload, rep *report) error {
 		select {
 		case <-ctx.Done():
 			sort.Strings(short)
+			saveInternalStats(w)
 			return fmt.Errorf("subscriptions never received messages their topic holds: %v", short)
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+// saveInternalStats keeps the topics' internal stats in the work
+// directory, for a failure's post-mortem.
+func saveInternalStats(w *workload) {
+	for _, t := range w.topics {
+		resp, err := http.Get("http://" + w.o.http + "/admin/v2/persistent/public/default/" + t.name + "/internalStats")
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		_ = os.WriteFile(filepath.Join(w.o.workDir, t.name+".internalStats.json"), b, 0o644)
 	}
 }
 

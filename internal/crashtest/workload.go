@@ -133,7 +133,7 @@ func (w *workload) consume(c pulsar.Consumer, s subSpec, sr *subRecord) {
 		if w.consCtx.Err() != nil {
 			return
 		}
-		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) && w.consCtx.Err() == nil {
 			// The client closed the consumer: it gave up on the broker.
 			w.bad(fmt.Errorf("%s on %s: the consumer is closed: %w", sr.name, sr.topic, err))
 			return
