@@ -124,6 +124,7 @@ func (t *Topic) takeExclusiveLocked(prod *Producer, epoch *uint64) {
 		next = *epoch
 	}
 	t.topicEpoch, t.hasEpoch = next, true
+	t.saveLedgerLocked()
 	prod.exclusive = true
 	prod.epoch = t.topicEpoch
 	t.exclusive = prod

@@ -124,6 +124,9 @@ func (b *Broker) attach(ln net.Listener) error {
 	if b.closed {
 		return ErrClosed
 	}
+	if b.diskErr != nil {
+		return b.diskErr
+	}
 	if b.ln != nil {
 		return errors.New("broker: already serving")
 	}
@@ -268,9 +271,10 @@ func (b *Broker) Close() error {
 		c.close()
 	}
 	b.wg.Wait()
+	diskErr := b.closeDataDir()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.acceptErr
+	return errors.Join(b.acceptErr, diskErr)
 }
 
 func (b *Broker) removeConn(c *conn) {

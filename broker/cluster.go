@@ -418,11 +418,18 @@ func (c *Cluster) Restart(i int) error {
 	return c.Start(i)
 }
 
-// Close closes every broker.
+// Close closes every broker, and the cluster's data directory (WithDataDir)
+// with what a clean stop leaves in it.
 func (c *Cluster) Close() error {
 	var errs []error
 	for _, b := range c.Brokers() {
 		errs = append(errs, b.Close())
+	}
+	if d := c.st.disk; d != nil {
+		for _, b := range c.Brokers() {
+			errs = append(errs, b.saveAll())
+		}
+		errs = append(errs, d.Close())
 	}
 	return errors.Join(errs...)
 }

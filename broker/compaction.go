@@ -208,6 +208,7 @@ func (t *Topic) compactLocked() {
 		v.Entries = append(v.Entries, e)
 	}
 	t.view = v
+	t.saveLedgerLocked()
 	if last > s.cur.MarkDelete() {
 		s.cursorWrittenLocked()
 		s.cur.AckCumulative(last)

@@ -327,6 +327,7 @@ func (c *conn) handleUnsubscribe(u *pb.CommandUnsubscribe) {
 	s.closeConsumersLocked(cs, nil)
 	s.removeConsumerLocked(cs, "client")
 	delete(t.subs, s.name)
+	t.forgetSubscriptionLocked(s)
 	if s.durable {
 		t.markActiveLocked()
 	}

@@ -64,6 +64,7 @@ func (t *Topic) dedupLocked() *dedup {
 			t.dedup.last = map[string]int64{}
 			t.dedup.idle = map[string]time.Time{}
 		}
+		t.saveLedgerLocked()
 	}
 	return &t.dedup
 }

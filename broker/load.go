@@ -34,6 +34,9 @@ import (
 func (b *Broker) newLedgerLocked(t *Topic) {
 	l := &ledger{ID: t.ledger, Log: t.log, Created: t.created, Loaded: true}
 	b.data.Ledgers[t.full] = l
+	if b.disk != nil {
+		b.disk.PutLedger(t.full, l, false)
+	}
 }
 
 // createOrRecordLocked creates a topic the admin API asked for: loaded here
@@ -47,8 +50,12 @@ func (b *Broker) createOrRecordLocked(tn TopicName) {
 		return
 	}
 	if tn.Persistent {
-		b.data.Ledgers[tn.String()] = &ledger{ID: b.data.NextLedger, Log: &entryLog{}, Created: b.cfg.clock.Now()}
+		l := &ledger{ID: b.data.NextLedger, Log: &entryLog{}, Created: b.cfg.clock.Now()}
+		b.data.Ledgers[tn.String()] = l
 		b.data.NextLedger++
+		if b.disk != nil {
+			b.disk.PutLedger(tn.String(), l, false)
+		}
 	}
 }
 
@@ -66,7 +73,7 @@ func (b *Broker) loadLedgerLocked(t *Topic) bool {
 	t.topicEpoch, t.hasEpoch = l.TopicEpoch, l.HasEpoch
 	t.view = l.View
 	t.buf = l.Buf
-	if len(l.DedupLast) > 0 {
+	if l.DedupLast != nil {
 		t.dedup = dedup{on: true, last: maps.Clone(l.DedupLast), idle: map[string]time.Time{}}
 	}
 	for name, d := range l.Subs {
@@ -80,6 +87,9 @@ func (b *Broker) loadLedgerLocked(t *Topic) bool {
 		s.properties = d.Properties
 		s.pending = d.Pending
 		s.settledAtStart = t.log.Base
+		if s.persisted != nil {
+			s.writeCursorLocked(time.Time{}) // what was persisted is the cursor loaded
+		}
 	}
 	return true
 }
@@ -143,6 +153,9 @@ func (t *Topic) releaseLocked(tell bool, dst *bundles.Node) *ledger {
 		}
 		l.Subs[name] = durableSub{Cursor: cur, Created: s.created, CursorLedger: s.cursorLedger, FromFirst: s.fromFirst,
 			Properties: s.properties, Pending: pending}
+	}
+	if tell && t.b.disk != nil {
+		t.b.disk.PutLedger(t.full, l, true) // a clean unload persists everything
 	}
 	t.log = &entryLog{}
 	t.subs = map[string]*Subscription{}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pulsarsim/pulsarsim/auth"
+	"github.com/pulsarsim/pulsarsim/durable"
 	"github.com/pulsarsim/pulsarsim/protocol"
 )
 
@@ -59,6 +60,10 @@ type config struct {
 	// entryMeta is the broker entry metadata written and sent
 	// (entrymetadata.go).
 	entryMeta BrokerEntryMetadata
+	// dataDir is the directory the store is kept in, "" for memory only,
+	// and dataSync its sync policy (datadir.go).
+	dataDir  string
+	dataSync durable.Sync
 }
 
 func defaultConfig() config {

@@ -30,7 +30,7 @@ const (
 // the rate limit holds it back (then it is dirty). Called under the topic's
 // lock after the cursor changed.
 func (s *Subscription) persistLocked() {
-	if !s.durable || s.topic.b.cfg.store == nil {
+	if !s.durable || s.topic.b.cfg.store == nil && s.topic.b.disk == nil {
 		return
 	}
 	now := s.topic.b.cfg.clock.Now()
@@ -46,6 +46,7 @@ func (s *Subscription) writeCursorLocked(now time.Time) {
 	s.persisted = s.cur.Durable()
 	s.persistedAt = now
 	s.dirty = false
+	s.saveCursorLocked()
 }
 
 // flushCursors persists every dirty cursor of the topics loaded here, the

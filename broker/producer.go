@@ -271,6 +271,10 @@ func (c *conn) handleSend(s *pb.CommandSend, payload []byte) bool {
 		highest = s.GetSequenceId()
 	}
 	producerID, seq := s.GetProducerId(), s.GetSequenceId()
+	if c.b.disk != nil && prod.topic.name.Persistent {
+		c.receiptWhenDurable(producerID, seq, highest, ledger, entry)
+		return true
+	}
 	receipt := func(dst []byte) []byte {
 		return protocol.AppendSendReceipt(dst, producerID, seq, highest, ledger, entry)
 	}

@@ -85,6 +85,9 @@ func (b *Broker) publishIn(topic string, batch bool, msgs []ProducerMessage, id 
 			return nil, err
 		}
 		ids, err := t.appendPayloads(tn, producer, payloads, batch, id)
+		if err == nil {
+			err = t.waitDurable()
+		}
 		if !errors.Is(err, errReleased) {
 			return ids, err
 		}

@@ -1,8 +1,7 @@
 package broker
 
 import (
-	"sync"
-
+	"github.com/pulsarsim/pulsarsim/durable"
 	"github.com/pulsarsim/pulsarsim/store"
 )
 
@@ -19,9 +18,13 @@ import (
 // roles and permissions; it is a leaf lock (nothing else is taken while
 // holding it).
 type shared struct {
-	mu    sync.Mutex
-	secmu sync.Mutex
+	mu    storeLock
+	secmu storeLock
 	data  *store.Store
+	// disk is the data directory the store is kept in (datadir.go), nil
+	// without one; diskErr is why it could not be opened.
+	disk    *durable.Disk
+	diskErr error
 	// members are the cluster's brokers by index, each the one serving
 	// under that index now (a restart replaces it); under mu.
 	members map[int]*Broker
@@ -43,7 +46,11 @@ func newShared(cfg config) *shared {
 		BacklogQuota:           cfg.policies.Clone().BacklogQuota,
 		MessageAgeBacklogQuota: cfg.policies.Clone().MessageAgeBacklogQuota,
 	}
-	return &shared{data: st, members: map[int]*Broker{}, meta: newClusterMeta(cfg.clusterName)}
+	s := &shared{data: st, members: map[int]*Broker{}, meta: newClusterMeta(cfg.clusterName)}
+	if cfg.dataDir != "" {
+		s.openDataDir(cfg)
+	}
+	return s
 }
 
 // initializeClusterMetadata writes what Pulsar's initialize-cluster-metadata

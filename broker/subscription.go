@@ -145,7 +145,7 @@ func (t *Topic) newSubscriptionLocked(name string, durable bool, markDelete int6
 		settledAtStart: markDelete + 1,
 	}
 	t.subs[name] = s
-	if durable && t.b.cfg.store != nil {
+	if durable && (t.b.cfg.store != nil || t.b.disk != nil) {
 		// A new cursor's position is persisted with it, outside the rate
 		// limit of its later changes: the first of those goes through.
 		s.writeCursorLocked(time.Time{})

@@ -45,6 +45,9 @@ func (b *Broker) SetSubscriptionProperties(topic, sub string, props map[string]s
 		t.mu.Lock()
 		if s := t.subs[sub]; s != nil {
 			s.properties = maps.Clone(props)
+			if s.persisted != nil {
+				s.saveCursorLocked() // Pulsar writes them with the cursor at once
+			}
 		}
 		t.mu.Unlock()
 	}

@@ -175,10 +175,12 @@ func (b *Broker) DeleteSubscription(topic, sub string, force bool) error {
 		found = true
 		s.closeConsumersLocked(nil, nil)
 		delete(t.subs, sub)
+		t.forgetSubscriptionLocked(s)
 		if sub == CompactionSubscription {
 			// Pulsar deletes the compacted ledger with the compactor's
 			// cursor: the topic has no compacted view any more.
 			t.view = compactedView{Ran: t.view.Ran}
+			t.saveLedgerLocked()
 		}
 		if s.durable {
 			t.markActiveLocked()

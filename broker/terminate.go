@@ -18,6 +18,7 @@ func (b *Broker) TerminateTopic(name string) (MessageID, error) {
 	}
 	t.mu.Lock()
 	t.terminated = true
+	t.saveLedgerLocked()
 	last := t.eventID(t.log.End() - 1)
 	for p := range t.producers {
 		t.closeProducerLocked(p)

@@ -116,7 +116,7 @@ func (b *Broker) startTimers() {
 	b.startInactiveTopicChecks()
 	b.startPeriodic(b.cfg.compactionCheck, b.checkCompaction)
 	b.startPeriodic(dedupPurgeEvery, b.purgeDedup)
-	if b.cfg.store != nil {
+	if b.cfg.store != nil || b.disk != nil {
 		b.startPeriodic(cursorFlushEvery, b.flushCursors)
 	}
 	b.wg.Add(1)

@@ -134,6 +134,9 @@ func (t *Topic) trimLocked() {
 		t.log.FreeThrough(t.log.Closed[n-1] - 1)
 		t.log.Closed = append(t.log.Closed[:0], t.log.Closed[n:]...)
 		t.log.ClosedAt = append(t.log.ClosedAt[:0], t.log.ClosedAt[n:]...)
+		if d := t.b.disk; d != nil && t.name.Persistent {
+			d.FreeEntries(t.full, t.log)
+		}
 	}
 }
 
@@ -291,6 +294,7 @@ func (t *Topic) appendLocked(e *entry, producer string, md *pb.MessageMetadata) 
 		t.addEntryMetadataLocked(e)
 	}
 	n := t.log.Append(e, block, blockBytes, t.b.nowMillis)
+	t.saveEntryLocked(n, e)
 	if t.b.tracing() && !e.Marker {
 		ev := Event{Kind: EventPublished, Topic: t.full, Producer: producer, ID: t.eventID(n),
 			Properties: properties(md.GetProperties())}

@@ -145,6 +145,9 @@ func (b *Broker) removeTopic(t *Topic) {
 		delete(b.topics, t.full)
 	}
 	delete(b.data.Ledgers, t.full)
+	if b.disk != nil && t.name.Persistent {
+		b.disk.DeleteLedger(t.full)
+	}
 	if t.name.Partition < 0 {
 		b.forgetTopicLocked(t.name)
 	}

@@ -279,3 +279,28 @@ func (c *Cursor) Durable() *Cursor {
 	}
 	return d
 }
+
+// Restore returns a cursor holding what Durable keeps of one: mark-delete
+// position markDelete, the entries in acked acknowledged individually and
+// the batch-index acknowledgement sets of ackSets (Pulsar's convention: a 1
+// bit is an unacknowledged index). It is how a cursor read back from disk is
+// made: acknowledged entries at or before the mark-delete position are
+// dropped, and the invariants of Cursor hold whatever the input.
+func Restore(markDelete int64, acked []int64, ackSets map[int64][]int64) *Cursor {
+	c := New(markDelete)
+	for e, set := range ackSets {
+		if e > c.markDelete && slices.ContainsFunc(set, func(w int64) bool { return w != 0 }) {
+			c.ackSets[e] = slices.Clone(set)
+		}
+	}
+	for _, e := range acked {
+		if e > c.markDelete {
+			delete(c.ackSets, e)
+			c.acked[e] = struct{}{}
+			c.ackedMax = max(c.ackedMax, e)
+		}
+	}
+	c.absorbAcked()
+	c.read = c.markDelete + 1
+	return c
+}

@@ -323,3 +323,38 @@ func TestDurableCopyKeepsAcknowledgementsAndDropsReadPositionAndCounters(t *test
 		t.Error("acknowledging the cursor changed its durable copy")
 	}
 }
+
+func TestRestoreGivesBackWhatDurableKeeps(t *testing.T) {
+	c := New(-1)
+	c.Ack(0)
+	c.Ack(2)
+	c.Ack(5)
+	c.AckBatchIndexes(3, 4, []int64{0b1010})
+	c.IncrementRedelivery(4)
+	r := Restore(c.MarkDelete(), c.Acked(), c.AckSets())
+	if r.MarkDelete() != 0 || r.ReadPosition() != 1 {
+		t.Fatalf("restored mark-delete %d read %d, want 0 and 1", r.MarkDelete(), r.ReadPosition())
+	}
+	if got := r.Acked(); !slices.Equal(got, []int64{2, 5}) {
+		t.Fatalf("restored individually acked %v, want [2 5]", got)
+	}
+	if got := r.AckSet(3); !slices.Equal(got, []int64{0b1010}) {
+		t.Fatalf("restored ack set of 3 %v, want [10]", got)
+	}
+	if r.RedeliveryCount(4) != 0 {
+		t.Fatal("a restored cursor has redelivery counters")
+	}
+}
+
+func TestRestoreAbsorbsAckedEntriesAfterTheMarkDelete(t *testing.T) {
+	r := Restore(3, []int64{1, 4, 5, 7}, map[int64][]int64{2: {1}, 6: {0}, 9: {0b11}})
+	if r.MarkDelete() != 5 || r.ReadPosition() != 6 {
+		t.Fatalf("mark-delete %d read %d, want 5 and 6", r.MarkDelete(), r.ReadPosition())
+	}
+	if got := r.Acked(); !slices.Equal(got, []int64{7}) {
+		t.Fatalf("individually acked %v, want [7]", got)
+	}
+	if len(r.AckSets()) != 1 || r.AckSet(9) == nil {
+		t.Fatalf("ack sets %v, want only entry 9's", r.AckSets())
+	}
+}

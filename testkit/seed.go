@@ -154,7 +154,12 @@ func (b *Broker) AdminURL() string {
 	if err != nil {
 		b.tb.Fatalf("pulsarsim: admin API: %v", err)
 	}
-	b.tb.Cleanup(b.serveAdmin(ln))
+	b.adminStop = b.serveAdmin(ln)
+	b.tb.Cleanup(func() {
+		b.adminMu.Lock()
+		defer b.adminMu.Unlock()
+		b.adminStop()
+	})
 	return b.adminURL
 }
 

@@ -69,6 +69,11 @@ type Broker struct {
 
 	cases    atomic.Int64               // CheckHandler runs, for their topic names
 	lastCase atomic.Pointer[HandlerRun] // the last CheckHandler run under rapid
+
+	// opts are the broker's options, for Restart (datadir.go); adminStop
+	// stops the admin API AdminURL started (under adminMu).
+	opts      []broker.Option
+	adminStop func()
 }
 
 // Option configures what Start starts: the broker's own options
@@ -137,7 +142,7 @@ func Start(tb testing.TB, opts ...Option) *Broker {
 	brokerOpts := append([]broker.Option{broker.WithClock(clock)}, secOpts...)
 	b := broker.New(append(brokerOpts, set.broker...)...)
 	tk := &Broker{srv: b, tb: tb, clock: clock, history: view.NewHistory(0), secret: secret,
-		superUsers: set.sec.superUsers}
+		superUsers: set.sec.superUsers, opts: append(brokerOpts, set.broker...)}
 	b.OnEvent(tk.history.Record)
 	if err := b.Listen("127.0.0.1:0"); err != nil {
 		tb.Fatalf("pulsarsim: start broker: %v", err)
@@ -161,7 +166,7 @@ func Start(tb testing.TB, opts ...Option) *Broker {
 		if tb.Failed() {
 			tk.reportFailure()
 		}
-		if err := b.Close(); err != nil {
+		if err := tk.srv.Close(); err != nil {
 			tb.Errorf("pulsarsim: %v", err)
 		}
 		if tb.Failed() {

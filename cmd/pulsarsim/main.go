@@ -124,6 +124,7 @@ func run(args []string) error {
 	configFile := fs.String("config", "", "a Pulsar standalone.conf: its ports, TLS, authentication and authorization keys set the flags not given")
 	sec := addSecurityFlags(fs)
 	quota := addQuotaFlags(fs)
+	data := addDataFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -149,6 +150,11 @@ func run(args []string) error {
 		return err
 	}
 	secOpts = append(secOpts, quotaOpts...)
+	dataOpts, err := data.brokerOptions()
+	if err != nil {
+		return err
+	}
+	secOpts = append(secOpts, dataOpts...)
 	if *schemaValidation {
 		secOpts = append(secOpts, broker.WithDefaultPolicies(broker.Policies{SchemaValidationEnforced: new(true)}))
 	}
