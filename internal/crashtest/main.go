@@ -51,6 +51,7 @@ type options struct {
 	seed      uint64
 	readyWait time.Duration
 	noDataDir bool // run pulsarsim without -data-dir (the checks must fail)
+	keepGoing bool // go on after a check fails, to count every failure
 }
 
 func main() {
@@ -72,6 +73,7 @@ func main() {
 	flag.Uint64Var(&o.seed, "seed", 0, "random seed (0: from the clock)")
 	flag.DurationVar(&o.readyWait, "ready-timeout", 5*time.Minute, "how long a restart may take")
 	flag.BoolVar(&o.noDataDir, "no-data-dir", false, "run pulsarsim in memory (to see the checks fail)")
+	flag.BoolVar(&o.keepGoing, "keep-going", false, "go on after a check fails (every failure is reported at the end)")
 	flag.Parse()
 	if o.sim == "" && o.real == "" {
 		fmt.Fprintln(os.Stderr, "crashtest: give -sim BINARY or -real SCRIPT")

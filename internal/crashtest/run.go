@@ -31,6 +31,7 @@ type report struct {
 	dups       int            // keys stored more than once, all allowed
 	rec        *record
 	wl         *workload
+	failures   []error // with -keep-going, every check that failed
 }
 
 func (r *report) String() string {
@@ -77,6 +78,7 @@ func (r *report) String() string {
 	}
 	fmt.Fprintf(&b, "  confirmed acknowledgements a crash forgot: %d entries (oldest %s before its kill); redelivered after a confirmed ack with no kill between: %d\n",
 		len(rec.forgotten), maxAge.Round(time.Millisecond), rec.ackedTwice)
+	fmt.Fprintf(&b, "  checks that failed: %d\n", len(r.failures))
 	if r.wl != nil {
 		fmt.Fprintf(&b, "  deliveries whose payload did not check: %d\n", r.wl.badPayloads.Load())
 	}
@@ -154,21 +156,30 @@ func run(o options) (*report, error) {
 			return rep, err
 		}
 		if err := check(w, rep, false); err != nil {
-			return rep, err
+			if !o.keepGoing {
+				return rep, err
+			}
+			rep.failures = append(rep.failures, fmt.Errorf("after kill %d: %w", rep.kills, err))
 		}
 	}
 
 	// The end: no more production, every subscription drains what is stored.
 	w.stopProducers()
 	if err := check(w, rep, true); err != nil {
-		return rep, err
+		if !o.keepGoing {
+			return rep, err
+		}
+		rep.failures = append(rep.failures, fmt.Errorf("at the end: %w", err))
 	}
 	err = drain(w, rep)
 	w.stopConsumers()
 	if err != nil {
-		return rep, err
+		rep.failures = append(rep.failures, fmt.Errorf("draining: %w", err))
 	}
-	return rep, verdict(w, rep)
+	if err := verdict(w, rep); err != nil {
+		rep.failures = append(rep.failures, err)
+	}
+	return rep, errors.Join(rep.failures...)
 }
 
 func startAndWait(tg target, o options, rep *report) error {
