@@ -75,9 +75,14 @@ func New(b *broker.Broker, opts ...Option) *Server {
 
 // ServeHTTP answers one request.
 // With authentication or authorization on, the request's role must be
-// allowed what its route does (security.go).
+// allowed what its route does (security.go). On a broker with a data
+// directory, the answer to a request that may change something leaves once
+// the change is durable (a small answer waits in the server's buffer).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.serveSecured(w, r)
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		_ = s.b.WaitDurable()
+	}
 }
 
 func (s *Server) routeNamespaces() {

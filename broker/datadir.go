@@ -80,8 +80,9 @@ func (s *shared) openDataDir(cfg config) {
 	replayDedup(s.data)
 	s.disk = d
 	var lastMeta, lastSec []byte
+	var enc durable.MetadataEncoder
 	s.mu.save = func() {
-		if v, err := durable.EncodeMetadata(s.data); err == nil && !bytes.Equal(v, lastMeta) {
+		if v, err := enc.Encode(s.data); err == nil && !bytes.Equal(v, lastMeta) {
 			lastMeta = v
 			d.PutMetadata(v)
 		}
@@ -254,4 +255,18 @@ func (b *Broker) Crash() error {
 		b.disk.Crash()
 	}
 	return b.Close()
+}
+
+// WaitDurable returns once every change made before it (entries, cursors,
+// metadata) is durable in the data directory, at once without one. The
+// admin API waits so before it answers a request that changed something.
+func (b *Broker) WaitDurable() error {
+	if b.disk == nil {
+		return nil
+	}
+	err := b.disk.Wait()
+	if errors.Is(err, durable.ErrClosed) {
+		return nil // stopped or crashed: nothing more will be written
+	}
+	return err
 }

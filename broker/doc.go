@@ -123,6 +123,13 @@
 // the broker lock (a topic created on first use reads the dynamic
 // settings), and nothing is taken under it.
 //
+// A data directory's queue lock (durable.Disk's, datadir.go) is a leaf:
+// taken under a topic lock, the broker lock (as it is released, to queue
+// the metadata) or the security lock to queue a change, or alone; the
+// directory's goroutine takes nothing else with it, and runs the callbacks
+// of its barriers (a SEND_RECEIPT once its entry is durable) with no lock
+// held, which take a connection's write buffer lock.
+//
 // The transaction coordinators' lock (transactions.mu, txn.go; one per
 // cluster, in the shared value) is a leaf:
 // taken alone, under a topic lock (to record what a transaction produced or

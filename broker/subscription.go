@@ -356,6 +356,9 @@ func (t *Topic) subscriptionForLocked(c *conn, sub *pb.CommandSubscribe, typ dis
 		// Only the SUBSCRIBE that creates the subscription gives it
 		// properties (subscriptionproperties.go).
 		s.properties = properties(sub.GetSubscriptionProperties())
+		if s.persisted != nil {
+			s.saveCursorLocked() // with its properties and start
+		}
 	case s.durable && !sub.GetDurable():
 		return nil, &refusal{pb.ServerError_NotAllowedError, "Durable subscription with the same name already exists."}
 	case !s.durable && sub.GetDurable():

@@ -104,6 +104,9 @@ func (b *Broker) createSubscription(topic, sub string, at Position, props map[st
 		s.fromFirst = at.earliest || at.at != nil && at.at.Ledger < 0
 		s.settledAtStart = t.log.Base
 		s.properties = maps.Clone(props)
+		if s.persisted != nil {
+			s.saveCursorLocked() // with its properties and start
+		}
 		s.cursorWrittenLocked()
 		t.mu.Unlock()
 	}

@@ -107,6 +107,17 @@ func (t *Table) SetBoundaries(ns string, bs []uint32) {
 	t.bounds[ns] = slices.Clone(bs)
 }
 
+// AllBoundaries returns a copy of the bundle boundaries of every namespace
+// the table knows, by namespace: what Pulsar keeps of a namespace's bundles
+// in its metadata store (SetBoundaries gives them back).
+func (t *Table) AllBoundaries() map[string][]uint32 {
+	out := make(map[string][]uint32, len(t.bounds))
+	for ns, bs := range t.bounds {
+		out[ns] = slices.Clone(bs)
+	}
+	return out
+}
+
 // Forget drops what the table knows of namespace ns: its bundles (the next
 // use gives it DefaultCount) and their owners, as when it is deleted.
 func (t *Table) Forget(ns string) {

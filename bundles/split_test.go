@@ -186,3 +186,23 @@ func TestForgettingANamespaceDropsItsSplitsAndOwners(t *testing.T) {
 		t.Errorf("set boundaries: %v", got)
 	}
 }
+
+func TestAllBoundariesGiveBackEveryNamespacesBundles(t *testing.T) {
+	tb := NewTable()
+	tb.Split("a/x", 4)
+	if _, err := tb.SplitBundle(tb.Bundles("a/x")[0], []uint32{0x20000000}); err != nil {
+		t.Fatal(err)
+	}
+	all := tb.AllBoundaries()
+	again := NewTable()
+	for ns, bs := range all {
+		again.SetBoundaries(ns, bs)
+	}
+	if got, want := len(again.Bundles("a/x")), 5; got != want {
+		t.Fatalf("%d bundles given back, want %d", got, want)
+	}
+	all["a/x"][1] = 7 // a copy
+	if tb.Bundles("a/x")[0].Upper == 7 {
+		t.Fatal("AllBoundaries returned the table's own slice")
+	}
+}

@@ -194,6 +194,9 @@ type metaRecord struct {
 	Namespaces         map[string]bool
 	NextLedger         uint64
 	AntiAffinityGroups map[string]string
+	// Bundles are the namespaces' bundle boundaries (their owners are not
+	// kept: a broker that starts takes them anew).
+	Bundles map[string][]uint32 `json:",omitempty"`
 }
 
 // securityRecord is the authorization state: tenant admin roles and
@@ -231,7 +234,21 @@ type schemaRecord struct {
 
 // EncodeMetadata encodes the metadata of st (but its authorization state,
 // EncodeSecurity), sealed. Equal metadata encode to equal bytes.
-func EncodeMetadata(st *store.Store) ([]byte, error) {
+func EncodeMetadata(st *store.Store) ([]byte, error) { return (&MetadataEncoder{}).Encode(st) }
+
+// MetadataEncoder encodes a store's metadata again and again, as its
+// changes are written: it keeps the encoding of each schema version, which
+// never changes once registered.
+type MetadataEncoder struct {
+	schemas map[*pb.Schema][]byte
+}
+
+// Encode is EncodeMetadata, reusing the schemas encoded before.
+func (m *MetadataEncoder) Encode(st *store.Store) ([]byte, error) {
+	if m.schemas == nil {
+		m.schemas = map[*pb.Schema][]byte{}
+	}
+	seen := make(map[*pb.Schema]bool, len(m.schemas))
 	r := metaRecord{
 		Partitioned:        st.Partitioned,
 		Schemas:            map[string][]schemaRecord{},
@@ -242,19 +259,32 @@ func EncodeMetadata(st *store.Store) ([]byte, error) {
 		NextLedger:         st.NextLedger,
 		AntiAffinityGroups: st.AntiAffinityGroups,
 	}
+	if st.Owners != nil {
+		r.Bundles = st.Owners.AllBoundaries()
+	}
 	for topic, versions := range st.Schemas {
 		rs := make([]schemaRecord, len(versions))
 		for i, v := range versions {
 			rs[i].At = v.At
 			if v.Schema != nil {
-				b, err := proto.Marshal(v.Schema)
-				if err != nil {
-					return nil, err
+				b, ok := m.schemas[v.Schema]
+				if !ok {
+					var err error
+					if b, err = proto.Marshal(v.Schema); err != nil {
+						return nil, err
+					}
+					m.schemas[v.Schema] = b
 				}
+				seen[v.Schema] = true
 				rs[i].Schema = b
 			}
 		}
 		r.Schemas[topic] = rs
+	}
+	for s := range m.schemas {
+		if !seen[s] {
+			delete(m.schemas, s) // a deleted topic's
+		}
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -296,6 +326,11 @@ func decodeMeta(v []byte, st *store.Store) error {
 			}
 		}
 		st.Schemas[topic] = versions
+	}
+	if st.Owners != nil {
+		for ns, bs := range r.Bundles {
+			st.Owners.SetBoundaries(ns, bs)
+		}
 	}
 	st.PolicyGen.Add(1)
 	return nil

@@ -3,10 +3,14 @@ package testkit_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,6 +83,7 @@ func TestARestartOnTheDataDirGivesBackMessagesCursorsAndMetadata(t *testing.T) {
 	b.CreateNamespace("acme/orders")
 	ttl := 3600
 	b.SetNamespacePolicies("acme/orders", testkit.Policies{MessageTTLSeconds: &ttl})
+	bundles := b.SplitBundle("acme/orders", b.Bundles("acme/orders")[0])
 	topic := "persistent://acme/orders/t"
 	c := b.Client()
 	cons := subscribe(t, c, topic, "s")
@@ -143,6 +148,9 @@ func TestARestartOnTheDataDirGivesBackMessagesCursorsAndMetadata(t *testing.T) {
 	if p := b.AppliedPolicies(topic); p.MessageTTLSeconds == nil || *p.MessageTTLSeconds != ttl {
 		t.Fatalf("the namespace's message TTL after the restart: %v", p.MessageTTLSeconds)
 	}
+	if got := b.Bundles("acme/orders"); !slices.Equal(got[:len(bundles)], bundles) {
+		t.Fatalf("the namespace's bundles after the restart %v, want the split's %v first", got, bundles)
+	}
 	if s := b.Schema(schemaTopic, -1); s.Type != "STRING" {
 		t.Fatalf("the schema after the restart: %+v", s)
 	}
@@ -204,8 +212,10 @@ func TestACrashKeepsEveryReceiptedMessageAndTheCursorAsLastPersisted(t *testing.
 			// the cursor written for m3 too.
 			produceN(t, c, "persistent://public/default/other", 1)
 			ack("m4") // within the second: lost at the crash
+			// Closed first: its consumer would come back to the new broker
+			// too, and a close that reaches no broker waits for a timeout.
+			c.Close()
 			b.Crash()
-			c.Close() // its consumer would come back to the new broker too
 			b.Restart()
 			c = b.Client()
 			cons = subscribe(t, c, topic, "s")
@@ -263,9 +273,9 @@ func TestACrashKeepsTheDeduplicationStateOfEveryReceiptedMessage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b.Crash()
 	p.Close()
 	c.Close()
+	b.Crash()
 	b.Restart()
 	c = b.Client()
 	p, err = c.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "orders", DisableBatching: true})
@@ -289,5 +299,66 @@ func TestACrashKeepsTheDeduplicationStateOfEveryReceiptedMessage(t *testing.T) {
 	}
 	if n := len(b.Messages(topic)); n != 4 {
 		t.Fatalf("%d messages stored, want 4", n)
+	}
+}
+
+func TestACrashKeepsWhatTheLedgerWritesAtOnce(t *testing.T) {
+	b := testkit.Start(t, testkit.WithDataDir(t.TempDir()))
+	compacted := "persistent://public/default/table"
+	terminated := "persistent://public/default/ended"
+	c := b.Client()
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: compacted, SubscriptionName: "s",
+		SubscriptionProperties: map[string]string{"team": "billing"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: compacted, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range []string{"a", "b", "a", "b", "a"} {
+		if _, err := p.Send(ctxFor(t), &pulsar.ProducerMessage{Key: k, Payload: []byte(fmt.Sprintf("%s%d", k, i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Compact(compacted)
+	produceN(t, c, terminated, 2)
+	b.TerminateTopic(terminated)
+	// A receipt after them: what was written before it is durable.
+	produceN(t, c, "persistent://public/default/after", 1)
+	cons.Close()
+	p.Close()
+	c.Close()
+	b.Crash()
+	b.Restart()
+
+	c = b.Client()
+	r, err := c.CreateReader(pulsar.ReaderOptions{Topic: compacted, StartMessageID: pulsar.EarliestMessageID(), ReadCompacted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var got []string
+	for r.HasNext() {
+		m, err := r.Next(ctxFor(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(m.Payload()))
+	}
+	if want := []string{"b3", "a4"}; !slices.Equal(got, want) {
+		t.Fatalf("the compacted view after the crash gave %v, want %v", got, want)
+	}
+	if _, err := c.CreateProducer(pulsar.ProducerOptions{Topic: terminated}); !errors.Is(err, pulsar.ErrTopicTerminated) && (err == nil || !strings.Contains(err.Error(), "TopicTerminated")) {
+		t.Fatalf("a producer of a topic terminated before the crash: %v, want TopicTerminated", err)
+	}
+	resp, err := http.Get(b.AdminURL() + "/admin/v2/persistent/public/default/table/subscription/s/properties")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var props map[string]string
+	if err := json.NewDecoder(resp.Body).Decode(&props); err != nil || props["team"] != "billing" {
+		t.Fatalf("the subscription's properties after the crash: %v (%v)", props, err)
 	}
 }
