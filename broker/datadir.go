@@ -11,6 +11,7 @@ import (
 	"github.com/pulsarsim/pulsarsim/protocol"
 	"github.com/pulsarsim/pulsarsim/protocol/pb"
 	"github.com/pulsarsim/pulsarsim/store"
+	"github.com/pulsarsim/pulsarsim/txn"
 )
 
 // A data directory (WithDataDir) keeps the store on disk (package durable),
@@ -69,7 +70,7 @@ func (s *shared) openDataDir(cfg config) {
 		return
 	}
 	now := cfg.clock.Now
-	_, err = d.Load(s.data, func(l *store.Log, e *store.Entry) {
+	rec, err := d.Load(s.data, func(l *store.Log, e *store.Entry) {
 		l.Append(e, DefaultTrimBlock, DefaultTrimBlockBytes, func() int64 { return now().UnixMilli() })
 	})
 	if err != nil {
@@ -78,7 +79,8 @@ func (s *shared) openDataDir(cfg config) {
 		return
 	}
 	replayDedup(s.data)
-	s.disk = d
+	replayTransactions(s.data)
+	s.disk, s.restored = d, rec.Metadata
 	var lastMeta, lastSec []byte
 	var enc durable.MetadataEncoder
 	s.mu.save = func() {
@@ -269,4 +271,38 @@ func (b *Broker) WaitDurable() error {
 		return nil // stopped or crashed: nothing more will be written
 	}
 	return err
+}
+
+// replayTransactions rebuilds each ledger's transaction buffer from its
+// entries, as Pulsar's transaction buffer recovers by reading its topic:
+// a transaction with messages is open until its marker, and a marker
+// commits or aborts it. The coordinators are not kept (a new broker knows
+// no transaction), so a transaction still open in the log is aborted here,
+// as its coordinator's timeout would abort it: its messages stay hidden.
+func replayTransactions(st *store.Store) {
+	for _, l := range st.Ledgers {
+		var buf *txn.Buffer
+		for i, e := range l.Log.Entries {
+			switch {
+			case e.Marker:
+				pl, err := protocol.ParsePayload(e.Data[e.MetaLen:])
+				if err != nil || buf == nil {
+					continue
+				}
+				buf.End(e.Txn, pl.Metadata.GetMarkerType() == markerTxnCommit, -1)
+			case e.InTxn:
+				if buf == nil {
+					buf = txn.NewBuffer()
+				}
+				buf.Appended(e.Txn, l.Log.Base+int64(i))
+			}
+		}
+		if buf == nil {
+			continue
+		}
+		for _, id := range buf.Ongoing() {
+			buf.End(id, false, -1)
+		}
+		l.Buf = buf
+	}
 }

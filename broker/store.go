@@ -25,6 +25,9 @@ type shared struct {
 	// without one; diskErr is why it could not be opened.
 	disk    *durable.Disk
 	diskErr error
+	// restored is set when the data directory held a store: the cluster's
+	// metadata was initialized when it was new.
+	restored bool
 	// members are the cluster's brokers by index, each the one serving
 	// under that index now (a restart replaces it); under mu.
 	members map[int]*Broker
@@ -56,6 +59,9 @@ func newShared(cfg config) *shared {
 // initializeClusterMetadata writes what Pulsar's initialize-cluster-metadata
 // writes for a new cluster (store.InitializeClusterMetadata).
 func (s *shared) initializeClusterMetadata() {
+	if s.restored {
+		return // done when the data directory was new
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tn, _ := ParseTopicName(CoordinatorAssignTopic)

@@ -12,8 +12,10 @@ import (
 
 // Recovery says what Load found.
 type Recovery struct {
-	Topics  int // ledgers read
-	Entries int // entries read
+	// Metadata is set when the directory held metadata: it is not new.
+	Metadata bool
+	Topics   int // ledgers read
+	Entries  int // entries read
 	// Cut counts the entries cut from the tails of the logs: a record that
 	// did not check out, and every entry after it.
 	Cut int
@@ -32,6 +34,7 @@ func (d *Disk) Load(st *store.Store, appendEntry Appender) (Recovery, error) {
 	var rec Recovery
 	err := d.db.Update(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketMeta).Get(keyStore); v != nil {
+			rec.Metadata = true
 			if err := decodeMeta(v, st); err != nil {
 				return fmt.Errorf("durable: the metadata: %w", err)
 			}

@@ -24,7 +24,8 @@ func WithDataSync(policy durable.Sync) Option { return WithBroker(broker.WithDat
 // address, so clients reconnect to it; after Crash it only starts it. With
 // WithDataDir the new broker loads what the directory holds; without it, it
 // starts empty. The admin API AdminURL started serves the new broker on its
-// address too. Not safe while other goroutines use the Broker.
+// address too; a TLS listener (WithTLS) is not started again. Not safe
+// while other goroutines use the Broker.
 func (b *Broker) Restart() {
 	b.tb.Helper()
 	addr := strings.TrimPrefix(b.srv.URL(), "pulsar://")

@@ -362,3 +362,31 @@ func TestACrashKeepsWhatTheLedgerWritesAtOnce(t *testing.T) {
 		t.Fatalf("the subscription's properties after the crash: %v (%v)", props, err)
 	}
 }
+
+func TestARestartKeepsTheMessagesOfCommittedTransactionsOnlyAndAbortsTheOpenOnes(t *testing.T) {
+	b := testkit.Start(t, testkit.WithDataDir(t.TempDir()), testkit.WithTransactions())
+	topic := "persistent://public/default/txns"
+	b.CreateSubscription(topic, "s", testkit.Earliest)
+	committed := b.NewTransaction(time.Hour)
+	aborted := b.NewTransaction(time.Hour)
+	open := b.NewTransaction(time.Hour)
+	b.PublishInTransaction(committed, topic, testkit.ProducerMessage{Payload: []byte("committed")})
+	b.PublishInTransaction(aborted, topic, testkit.ProducerMessage{Payload: []byte("aborted")})
+	b.PublishInTransaction(open, topic, testkit.ProducerMessage{Payload: []byte("open")})
+	b.CommitTransaction(committed)
+	b.AbortTransaction(aborted)
+	b.Publish(topic, testkit.ProducerMessage{Payload: []byte("plain")})
+	b.Crash()
+	b.Restart()
+	c := b.Client()
+	cons := subscribe(t, c, topic, "s")
+	if got, want := payloads(receiveN(t, cons, 2)), []string{"committed", "plain"}; !slices.Equal(got, want) {
+		t.Fatalf("after the restart the subscription gave %v, want %v", got, want)
+	}
+	// The next message is one published now: the aborted and the open
+	// transactions' messages never come.
+	b.Publish(topic, testkit.ProducerMessage{Payload: []byte("last")})
+	if got := payloads(receiveN(t, cons, 1)); got[0] != "last" {
+		t.Fatalf("after the restart the subscription gave %q before the message published last", got[0])
+	}
+}
