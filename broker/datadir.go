@@ -101,12 +101,35 @@ func (s *shared) openDataDir(cfg config) {
 	s.secmu.Unlock()
 }
 
-// saveEntryLocked writes entry n of t. Called under t's lock as it is
-// appended.
+// saveEntryLocked writes entry n of t, and holds it back from its
+// subscriptions until it is durable (readEnd): Pulsar dispatches only what
+// BookKeeper has confirmed, so a consumer never sees an entry a crash then
+// loses, and whose id a new message takes after the restart. Once it is
+// durable a timer task offers the topic's new entries to its
+// subscriptions. Called under t's lock as it is appended.
 func (t *Topic) saveEntryLocked(n int64, e *entry) {
-	if d := t.b.disk; d != nil && t.name.Persistent {
-		d.AppendEntry(t.full, n, e)
+	d := t.b.disk
+	if d == nil || !t.name.Persistent {
+		return
 	}
+	d.AppendEntry(t.full, n, e)
+	t.undurable.Add(1)
+	d.Barrier(func(err error) {
+		if err != nil {
+			return
+		}
+		t.undurable.Add(-1)
+		if t.durableWake.CompareAndSwap(false, true) {
+			t.b.timers.addTask(t.b.nowMillis(), func(int64) {
+				t.mu.Lock()
+				t.durableWake.Store(false)
+				for _, s := range t.subs {
+					s.entryAddedLocked()
+				}
+				t.mu.Unlock()
+			})
+		}
+	})
 }
 
 // saveLedgerLocked writes what t keeps in its ledger's properties (not its

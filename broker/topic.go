@@ -3,6 +3,7 @@ package broker
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pulsarsim/pulsarsim/bundles"
@@ -21,10 +22,16 @@ type Topic struct {
 	// (subscriberate.go).
 	subRate subscribeRate
 
-	mu        topicLock
-	ledger    uint64
-	log       *entryLog
-	producers map[*Producer]struct{}
+	mu     topicLock
+	ledger uint64
+	log    *entryLog
+	// undurable counts the entries appended whose commit to the data
+	// directory has not come yet, the last ones of the log; durableWake is
+	// set while a task to dispatch the ones that came is queued
+	// (datadir.go).
+	undurable   atomic.Int64
+	durableWake atomic.Bool
+	producers   map[*Producer]struct{}
 	// exclusive holds the topic under an exclusive access mode; waiting are
 	// the WaitForExclusive producers queued for it (accessmode.go).
 	exclusive  *Producer

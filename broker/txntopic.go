@@ -39,7 +39,7 @@ func (t *Topic) txnBuffer() *txn.Buffer {
 // readEnd is where dispatch must stop reading: one past the max read
 // position.
 func (t *Topic) readEnd() int64 {
-	end := t.log.End()
+	end := t.log.End() - t.undurable.Load()
 	if t.buf == nil {
 		return end
 	}
