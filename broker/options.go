@@ -59,6 +59,11 @@ type config struct {
 	// entryMeta is the broker entry metadata written and sent
 	// (entrymetadata.go).
 	entryMeta BrokerEntryMetadata
+	// configStore is the configuration store the cluster shares with
+	// others, nil for its own (geo.go); snapshotEvery how often replicated
+	// subscriptions take a snapshot (replsub.go).
+	configStore   *ConfigStore
+	snapshotEvery time.Duration
 }
 
 func defaultConfig() config {
@@ -82,6 +87,7 @@ func defaultConfig() config {
 		writeHigh:         DefaultWriteBufferHighWaterMark,
 		authRefresh:       60 * time.Second,
 		inactive:          DefaultInactiveTopicDeletion,
+		snapshotEvery:     time.Second,
 	}
 }
 

@@ -219,4 +219,5 @@ func (t *Topic) applyPoliciesLocked() {
 		s.dispatchLocked()
 	}
 	t.ensureCompactionSubscriptionLocked(p)
+	t.replicationLocked()
 }

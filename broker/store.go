@@ -19,8 +19,11 @@ import (
 // roles and permissions; it is a leaf lock (nothing else is taken while
 // holding it).
 type shared struct {
-	mu    sync.Mutex
-	secmu sync.Mutex
+	// mu and secmu are the configuration store's when the cluster shares
+	// one with other clusters (ConfigStore): the clusters then take the
+	// same broker lock, since they share what it guards.
+	mu    *sync.Mutex
+	secmu *sync.Mutex
 	data  *store.Store
 	// members are the cluster's brokers by index, each the one serving
 	// under that index now (a restart replaces it); under mu.
@@ -32,18 +35,28 @@ type shared struct {
 	// meta is the configuration store's cluster metadata and the dynamic
 	// settings (clustermeta.go), under its own leaf lock.
 	meta *clusterMeta
+	// name is the cluster's name, cs the configuration store it shares
+	// with other clusters (nil for none), geo its replication state
+	// (geo.go).
+	name string
+	cs   *ConfigStore
+	geo  *geoState
 }
 
 // newShared returns what a new cluster's brokers share, holding what a
 // fresh standalone holds: public/default with the broker's backlog quotas
 // written into it.
 func newShared(cfg config) *shared {
+	if cfg.configStore != nil {
+		return cfg.configStore.newShared(cfg)
+	}
 	st := store.New()
 	st.NamespacePolicies["public/default"] = Policies{
 		BacklogQuota:           cfg.policies.Clone().BacklogQuota,
 		MessageAgeBacklogQuota: cfg.policies.Clone().MessageAgeBacklogQuota,
 	}
-	return &shared{data: st, members: map[int]*Broker{}, meta: newClusterMeta(cfg.clusterName)}
+	return &shared{mu: &sync.Mutex{}, secmu: &sync.Mutex{}, data: st, members: map[int]*Broker{},
+		meta: newClusterMeta(cfg.clusterName), name: cfg.clusterName, geo: newGeoState()}
 }
 
 // initializeClusterMetadata writes what Pulsar's initialize-cluster-metadata
