@@ -191,10 +191,39 @@ func topicStatsDoc(st broker.TopicStats, earliest bool) topicStatsJSON {
 		out.NonContiguousDeletedMessagesRangesSerializedSize += sd.NonContiguousDeletedMessagesRangesSerializedSize
 		out.Subscriptions[name] = sd
 	}
+	for cluster, rs := range st.Replication {
+		out.Replication[cluster] = replicatorDoc(rs)
+	}
 	out.WaitingPublishers = st.WaitingPublishers
 	out.OldestBacklogMessageAgeSeconds = -1
 	if st.OldestBacklogAge >= 0 {
 		out.OldestBacklogMessageAgeSeconds = int64(st.OldestBacklogAge / time.Second)
+	}
+	return out
+}
+
+// replicatorJSON is one replicator's stats as Pulsar writes them
+// (ReplicatorStatsImpl); the inbound fields stay empty, as pulsarsim's
+// replicators write to the remote topic without a connection.
+type replicatorJSON struct {
+	MsgRateIn                 float64 `json:"msgRateIn"`
+	MsgThroughputIn           float64 `json:"msgThroughputIn"`
+	MsgRateOut                float64 `json:"msgRateOut"`
+	MsgThroughputOut          float64 `json:"msgThroughputOut"`
+	MsgRateExpired            float64 `json:"msgRateExpired"`
+	ReplicationBacklog        int64   `json:"replicationBacklog"`
+	Connected                 bool    `json:"connected"`
+	ReplicationDelayInSeconds int64   `json:"replicationDelayInSeconds"`
+	OutboundConnectedSince    string  `json:"outboundConnectedSince,omitempty"`
+}
+
+// replicatorDoc renders a replicator's stats as Pulsar's JSON.
+func replicatorDoc(rs broker.ReplicatorStats) replicatorJSON {
+	out := replicatorJSON{MsgRateOut: rs.MsgRateOut, MsgThroughputOut: rs.MsgThroughputOut,
+		ReplicationBacklog: rs.ReplicationBacklog, Connected: rs.Connected,
+		ReplicationDelayInSeconds: int64(rs.ReplicationDelay / time.Second)}
+	if rs.Connected {
+		out.OutboundConnectedSince = since(rs.ConnectedSince)
 	}
 	return out
 }
@@ -215,6 +244,7 @@ func subscriptionDoc(ss broker.SubscriptionStats) subscriptionJSON {
 			LastConsumedFlowTimestamp: millis(ss.LastConsumedFlow), LastConsumedTimestamp: millis(ss.LastConsumed),
 			LastAckedTimestamp: millis(ss.LastAcked), LastMarkDeleteAdvancedTimestamp: millis(ss.LastMarkDeleteAdvanced),
 			Durable: ss.Durable, AllowOutOfOrderDelivery: ss.AllowOutOfOrderDelivery,
+			IsReplicated: ss.Replicated, Replicated: ss.Replicated,
 			ConsumersAfterMarkDeletePosition:                 map[string]any{},
 			NonContiguousDeletedMessagesRanges:               ss.AckedRanges,
 			NonContiguousDeletedMessagesRangesSerializedSize: ss.AckedRangesSize,
