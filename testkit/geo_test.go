@@ -1,0 +1,236 @@
+package testkit_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/pulsarsim/pulsarsim/broker"
+	"github.com/pulsarsim/pulsarsim/testkit"
+)
+
+// startGeo starts clusters a and b of one broker each, replicating
+// public/geo between them.
+func startGeo(t *testing.T, opts ...testkit.Option) *testkit.Clusters {
+	t.Helper()
+	g := testkit.StartClusters(t, []string{"a", "b"}, 1, opts...)
+	g.Replicate("public/geo", "a", "b")
+	return g
+}
+
+func geoContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func subscribe(t *testing.T, cl pulsar.Client, topic, sub string, replicated bool) pulsar.Consumer {
+	t.Helper()
+	c, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: sub,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest, ReplicateSubscriptionState: replicated})
+	if err != nil {
+		t.Fatalf("subscribe %s on %s: %v", sub, topic, err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func producer(t *testing.T, cl pulsar.Client, topic string) pulsar.Producer {
+	t.Helper()
+	p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatalf("producer on %s: %v", topic, err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// userMessages counts the messages a cluster stores on topic (markers are
+// not messages).
+func userMessages(g *testkit.Clusters, cluster, topic string) []broker.Message {
+	return g.Messages(cluster, topic)
+}
+
+func TestGeoMessageProducedOnAIsConsumedOnBWithReplicatedFrom(t *testing.T) {
+	g := startGeo(t)
+	ctx := geoContext(t)
+	topic := "persistent://public/geo/orders"
+	onB := subscribe(t, g.Cluster("b").Client(), topic, "s", false)
+	p := producer(t, g.Cluster("a").Client(), topic)
+	id, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("hello"), Key: "k1",
+		Properties: map[string]string{"region": "eu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := onB.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onB.Ack(m)
+	if !m.IsReplicated() || m.GetReplicatedFrom() != "a" {
+		t.Errorf("on b: replicated %v from %q, want from a", m.IsReplicated(), m.GetReplicatedFrom())
+	}
+	if string(m.Payload()) != "hello" || m.Key() != "k1" || m.Properties()["region"] != "eu" {
+		t.Errorf("on b: payload %q key %q properties %v", m.Payload(), m.Key(), m.Properties())
+	}
+	if m.ProducerName() != p.Name() {
+		t.Errorf("on b the message's producer is %q, want the original %q", m.ProducerName(), p.Name())
+	}
+	g.WaitReplicated(ctx, "a", topic)
+	g.WaitReplicated(ctx, "b", topic)
+	// Never replicated back: a holds its one message, b its one copy.
+	if n := len(userMessages(g, "a", topic)); n != 1 {
+		t.Errorf("a stores %d messages, want 1", n)
+	}
+	copies := g.Copies("a", topic, p.Name(), 0)
+	if len(copies) != 2 || copies[0].Cluster != "a" || copies[1].Cluster != "b" || copies[1].Message.ReplicatedFrom != "a" {
+		t.Errorf("copies of the message: %+v", copies)
+	}
+	_ = id
+	rs := g.Replicators("a", topic)["b"]
+	if !rs.Connected || rs.ReplicationBacklog != 0 || rs.MsgOutCount != 1 || rs.ProducerName != "pulsar.repl.a-->b" {
+		t.Errorf("a's replicator to b: %+v", rs)
+	}
+}
+
+func TestGeoDisableReplicationKeepsTheMessageLocal(t *testing.T) {
+	g := startGeo(t)
+	ctx := geoContext(t)
+	topic := "persistent://public/geo/local-only"
+	onB := subscribe(t, g.Cluster("b").Client(), topic, "s", false)
+	p := producer(t, g.Cluster("a").Client(), topic)
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("stay"), DisableReplication: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("travel")}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := onB.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(m.Payload()) != "travel" {
+		t.Errorf("b received %q first, want travel (stay is local to a)", m.Payload())
+	}
+	g.WaitReplicated(ctx, "a", topic)
+	if msgs := userMessages(g, "b", topic); len(msgs) != 1 {
+		t.Errorf("b stores %d messages, want 1", len(msgs))
+	}
+	if msgs := userMessages(g, "a", topic); len(msgs) != 2 {
+		t.Errorf("a stores %d messages, want 2", len(msgs))
+	}
+}
+
+func TestGeoReplicationClustersOfAMessageChooseWhereItGoes(t *testing.T) {
+	g := testkit.StartClusters(t, []string{"a", "b", "c"}, 1)
+	g.Replicate("public/geo", "a", "b", "c")
+	ctx := geoContext(t)
+	topic := "persistent://public/geo/chosen"
+	subscribe(t, g.Cluster("b").Client(), topic, "s", false)
+	subscribe(t, g.Cluster("c").Client(), topic, "s", false)
+	p := producer(t, g.Cluster("a").Client(), topic)
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("to c"), ReplicationClusters: []string{"c"}}); err != nil {
+		t.Fatal(err)
+	}
+	g.WaitReplicated(ctx, "a", topic)
+	if n := len(userMessages(g, "b", topic)); n != 0 {
+		t.Errorf("b stores %d messages, want 0", n)
+	}
+	if n := len(userMessages(g, "c", topic)); n != 1 {
+		t.Errorf("c stores %d messages, want 1", n)
+	}
+}
+
+func TestGeoReplicatedSubscriptionAcksOnAMoveItsPositionOnB(t *testing.T) {
+	g := startGeo(t, testkit.WithBroker(broker.WithReplicatedSubscriptionsSnapshotFrequency(50*time.Millisecond)))
+	ctx := geoContext(t)
+	topic := "persistent://public/geo/replicated-sub"
+	// The subscription exists on both clusters, replicated; b's consumer
+	// goes away, so only the snapshots move b's position.
+	subscribe(t, g.Cluster("b").Client(), topic, "sub", true).Close()
+	onA := subscribe(t, g.Cluster("a").Client(), topic, "sub", true)
+	p := producer(t, g.Cluster("a").Client(), topic)
+	for i := range 5 {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "m%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.WaitReplicated(ctx, "a", topic)
+	b := g.Cluster("b").Broker(0)
+	msgsOnB := userMessages(g, "b", topic)
+	if len(msgsOnB) != 5 {
+		t.Fatalf("b stores %d messages, want 5", len(msgsOnB))
+	}
+	last := msgsOnB[4].ID.Entry
+	if md := b.Sub(topic, "sub").MarkDelete.Entry; md >= last {
+		t.Fatalf("b's position %d is past its last message %d before a acknowledged anything", md, last)
+	}
+	for range 5 {
+		m, err := onA.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := onA.Ack(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.WaitFor(ctx, "b's replicated subscription to move past its 5 messages", func() bool {
+		return b.Sub(topic, "sub").MarkDelete.Entry >= last
+	})
+	// Markers never reach consumers: b's consumer finds nothing to read.
+	onB := subscribe(t, g.Cluster("b").Client(), topic, "sub", true)
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if m, err := onB.Receive(short); err == nil {
+		t.Errorf("b's consumer received %q after a acknowledged everything", m.Payload())
+	}
+	st := b.Stats(topic)
+	if !st.Subscriptions["sub"].Replicated {
+		t.Errorf("b's subscription is not reported replicated: %+v", st.Subscriptions["sub"])
+	}
+	if _, ok := st.Subscriptions["pulsar.repl.a"]; ok {
+		t.Errorf("the replicator's cursor is listed among b's subscriptions")
+	}
+}
+
+func TestGeoBacklogGrowsWhileBIsDownAndDrainsOnceBackNothingLostNothingDuplicated(t *testing.T) {
+	g := startGeo(t)
+	ctx := geoContext(t)
+	topic := "persistent://public/geo/outage"
+	subscribe(t, g.Cluster("b").Client(), topic, "s", false).Close()
+	p := producer(t, g.Cluster("a").Client(), topic)
+	send := func(from, to int) {
+		for i := from; i < to; i++ {
+			if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "m%02d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send(0, 5)
+	g.WaitReplicated(ctx, "a", topic)
+	g.Cluster("b").Stop(0)
+	send(5, 15)
+	g.WaitFor(ctx, "a's replication backlog to hold the 10 messages sent while b is down", func() bool {
+		rs := g.Replicators("a", topic)["b"]
+		return rs.ReplicationBacklog == 10 && !rs.Connected
+	})
+	g.Cluster("b").Start(0)
+	g.WaitReplicated(ctx, "a", topic)
+	onB := subscribe(t, g.Cluster("b").Client(), topic, "s", false)
+	for i := range 15 {
+		m, err := onB.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("m%02d", i); string(m.Payload()) != want {
+			t.Fatalf("b's message %d is %q, want %q", i, m.Payload(), want)
+		}
+		onB.Ack(m)
+	}
+	if n := len(userMessages(g, "b", topic)); n != 15 {
+		t.Errorf("b stores %d messages, want 15 (none lost, none twice)", n)
+	}
+}
