@@ -540,11 +540,32 @@ func (b *Broker) ReplicationStats(topic string) (map[string]ReplicatorStats, err
 // checkReplication runs every topic's replicationLocked, as Pulsar's
 // brokers check their topics' replication when policies change; it also
 // starts the replicated subscriptions' snapshots that are due (replsub.go).
+//
+// A topic whose replication clusters leave its own cluster out is deleted
+// forcefully there, as Pulsar's checkReplication deletes it: a cluster
+// does not serve a replicated topic it is not a replication cluster of.
 func (b *Broker) checkReplication(now time.Time) {
 	for _, t := range b.topicsNow(true) {
 		t.mu.Lock()
-		t.replicationLocked()
-		t.startSnapshotLocked(now)
+		left := t.leftOutLocked()
+		if !left {
+			t.replicationLocked()
+			t.startSnapshotLocked(now)
+		}
 		t.mu.Unlock()
+		if left {
+			_ = b.deleteTopic(t, true)
+		}
 	}
+}
+
+// leftOutLocked reports whether the topic's replication clusters are set
+// and leave its own cluster out.
+func (t *Topic) leftOutLocked() bool {
+	if t.b.cs == nil || t.released || t.deleted || !t.name.Persistent {
+		return false
+	}
+	p := t.policiesLocked()
+	return p.ReplicationClusters != nil && len(*p.ReplicationClusters) > 0 &&
+		!slices.Contains(*p.ReplicationClusters, t.b.name)
 }

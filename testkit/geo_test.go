@@ -234,3 +234,90 @@ func TestGeoBacklogGrowsWhileBIsDownAndDrainsOnceBackNothingLostNothingDuplicate
 		t.Errorf("b stores %d messages, want 15 (none lost, none twice)", n)
 	}
 }
+
+func TestGeoPartitionedTopicReplicatesEachPartition(t *testing.T) {
+	g := startGeo(t)
+	ctx := geoContext(t)
+	topic := "persistent://public/geo/parted"
+	// Partitioned-topic metadata lives in the configuration store: created
+	// on a, b has the partitions too.
+	g.Cluster("a").Broker(0).CreatePartitionedTopic(topic, 3)
+	onB := subscribe(t, g.Cluster("b").Client(), topic, "s", false)
+	p := producer(t, g.Cluster("a").Client(), topic)
+	for i := range 9 {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "m%d", i), Key: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]bool{}
+	for range 9 {
+		m, err := onB.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		onB.Ack(m)
+		if m.GetReplicatedFrom() != "a" {
+			t.Errorf("%q on b replicated from %q", m.Payload(), m.GetReplicatedFrom())
+		}
+		got[string(m.Payload())] = true
+	}
+	if len(got) != 9 {
+		t.Errorf("b received %d distinct messages, want 9", len(got))
+	}
+	for i := range 3 {
+		part := fmt.Sprintf("%s-partition-%d", topic, i)
+		g.WaitReplicated(ctx, "a", part)
+		if na, nb := len(userMessages(g, "a", part)), len(userMessages(g, "b", part)); na != nb {
+			t.Errorf("partition %d: a stores %d messages, b %d", i, na, nb)
+		}
+	}
+}
+
+func TestGeoReplicatorDispatchRateHoldsTheRestForTheNextPeriod(t *testing.T) {
+	g := startGeo(t)
+	ctx := geoContext(t)
+	a := g.Cluster("a").Broker(0)
+	a.UpdateNamespacePolicies("public/geo", func(p *broker.Policies) {
+		p.ReplicatorDispatchRate = &broker.DispatchRate{Messages: 3, PeriodSeconds: 600}
+	})
+	topic := "persistent://public/geo/limited"
+	p := producer(t, g.Cluster("a").Client(), topic)
+	for i := range 5 {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "m%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.WaitFor(ctx, "3 messages replicated, 2 held back", func() bool {
+		return len(userMessages(g, "b", topic)) == 3 && g.Replicators("a", topic)["b"].ReplicationBacklog == 2
+	})
+	g.Cluster("a").Advance(601 * time.Second)
+	g.WaitReplicated(ctx, "a", topic)
+	if n := len(userMessages(g, "b", topic)); n != 5 {
+		t.Errorf("b stores %d messages after the next period, want 5", n)
+	}
+}
+
+func TestGeoTopicIsDeletedOnAClusterTheReplicationClustersLeaveOut(t *testing.T) {
+	g := startGeo(t)
+	ctx := geoContext(t)
+	topic := "persistent://public/geo/moved-away"
+	p := producer(t, g.Cluster("a").Client(), topic)
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	g.WaitReplicated(ctx, "a", topic)
+	p.Close()
+	g.Replicate("public/geo", "b")
+	b := g.Cluster("a").Broker(0)
+	g.WaitFor(ctx, "the topic to be deleted on a", func() bool {
+		for _, name := range b.Topics() {
+			if name == topic {
+				return false
+			}
+		}
+		return true
+	})
+	if n := len(userMessages(g, "b", topic)); n != 1 {
+		t.Errorf("b stores %d messages, want 1", n)
+	}
+}
