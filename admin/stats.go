@@ -203,27 +203,39 @@ func topicStatsDoc(st broker.TopicStats, earliest bool) topicStatsJSON {
 }
 
 // replicatorJSON is one replicator's stats as Pulsar writes them
-// (ReplicatorStatsImpl); the inbound fields stay empty, as pulsarsim's
-// replicators write to the remote topic without a connection.
+// (ReplicatorStatsImpl); inboundConnection and outboundConnection, which
+// name a Netty channel on Pulsar, are left out, as pulsarsim's replicators
+// write to the remote topic without a connection.
 type replicatorJSON struct {
 	MsgRateIn                 float64 `json:"msgRateIn"`
+	MsgInCount                int64   `json:"msgInCount"`
 	MsgThroughputIn           float64 `json:"msgThroughputIn"`
+	BytesInCount              int64   `json:"bytesInCount"`
 	MsgRateOut                float64 `json:"msgRateOut"`
+	MsgOutCount               int64   `json:"msgOutCount"`
 	MsgThroughputOut          float64 `json:"msgThroughputOut"`
+	BytesOutCount             int64   `json:"bytesOutCount"`
 	MsgRateExpired            float64 `json:"msgRateExpired"`
 	ReplicationBacklog        int64   `json:"replicationBacklog"`
 	Connected                 bool    `json:"connected"`
 	ReplicationDelayInSeconds int64   `json:"replicationDelayInSeconds"`
+	InboundConnectedSince     string  `json:"inboundConnectedSince,omitempty"`
 	OutboundConnectedSince    string  `json:"outboundConnectedSince,omitempty"`
+	MsgExpiredCount           int64   `json:"msgExpiredCount"`
 }
 
 // replicatorDoc renders a replicator's stats as Pulsar's JSON.
 func replicatorDoc(rs broker.ReplicatorStats) replicatorJSON {
 	out := replicatorJSON{MsgRateOut: rs.MsgRateOut, MsgThroughputOut: rs.MsgThroughputOut,
+		MsgOutCount: rs.MsgOutCount, BytesOutCount: rs.BytesOutCount,
+		MsgRateIn: rs.MsgRateIn, MsgThroughputIn: rs.MsgThroughputIn, MsgInCount: rs.MsgInCount, BytesInCount: rs.BytesInCount,
 		ReplicationBacklog: rs.ReplicationBacklog, Connected: rs.Connected,
 		ReplicationDelayInSeconds: int64(rs.ReplicationDelay / time.Second)}
 	if rs.Connected {
 		out.OutboundConnectedSince = since(rs.ConnectedSince)
+	}
+	if !rs.InboundSince.IsZero() {
+		out.InboundConnectedSince = since(rs.InboundSince)
 	}
 	return out
 }

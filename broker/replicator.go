@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -30,8 +31,9 @@ import (
 //     whole to the remote topic with replicated_from set to the local
 //     cluster and the transaction ids cleared, its metadata otherwise as the
 //     producer wrote it (producer name, sequence id, publish time,
-//     properties, key, batch), and the cursor acknowledges it only once the
-//     remote topic has stored it.
+//     properties, key, batch) but for the property
+//     __MSG_PROP_REPL_SOURCE_POSITION naming its source entry, and the
+//     cursor acknowledges it only once the remote topic has stored it.
 // A remote cluster with no broker serving the topic (all stopped or
 // crashed) leaves the replicator disconnected: its cursor keeps the
 // backlog, and it tries again (every replicatorRetry) until the remote
@@ -46,6 +48,11 @@ var ErrClusterUnreachable = errors.New("remote cluster unreachable")
 // replicatorPrefix is Pulsar's replicatorPrefix: the cursor's name is
 // pulsar.repl.<remote>, the producer's pulsar.repl.<local>--><remote>.
 const replicatorPrefix = "pulsar.repl"
+
+// replSourcePosition is the property a replicated message carries naming
+// its source entry, ledger:entry (GeoReplicationProducerImpl's
+// MSG_PROP_REPL_SOURCE_POSITION).
+const replSourcePosition = "__MSG_PROP_REPL_SOURCE_POSITION"
 
 // replicatorRetry is how long a replicator whose remote is unreachable, or
 // whose rate limit is spent, waits before it tries again.
@@ -70,11 +77,43 @@ type geoState struct {
 	subs map[string]map[string]bool
 	// ctrl are the topics' replicated-subscription controllers by name.
 	ctrl map[string]*replController
+	// inbound counts what other clusters' replicators wrote to each
+	// topic, by topic, then by source cluster.
+	inbound map[string]map[string]*inboundStats
+}
+
+// inboundStats counts what one remote cluster's replicator wrote to a
+// topic here.
+type inboundStats struct {
+	in        meter
+	bytes     int64
+	since     time.Time
+	connected bool
 }
 
 func newGeoState() *geoState {
 	return &geoState{reps: map[*Topic]map[string]*replicator{}, subs: map[string]map[string]bool{},
-		ctrl: map[string]*replController{}}
+		ctrl: map[string]*replController{}, inbound: map[string]map[string]*inboundStats{}}
+}
+
+// noteInboundLocked counts an entry the replicator of cluster from wrote to
+// the topic. Called under the topic's lock.
+func (t *Topic) noteInboundLocked(from string, msgs int64, size int) {
+	g := t.b.geo
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m := g.inbound[t.full]
+	if m == nil {
+		m = map[string]*inboundStats{}
+		g.inbound[t.full] = m
+	}
+	in := m[from]
+	if in == nil {
+		in = &inboundStats{}
+		m[from] = in
+	}
+	in.in.add(time.Now(), msgs)
+	in.bytes += int64(size)
 }
 
 // replicator copies a topic's entries to one remote cluster. Its fields
@@ -343,6 +382,12 @@ func (r *replicator) replicate(pe pendingEntry) bool {
 	out := proto.Clone(md).(*pb.MessageMetadata)
 	out.ReplicatedFrom = proto.String(local)
 	out.TxnidMostBits, out.TxnidLeastBits = nil, nil
+	if out.MarkerType == nil {
+		// Pulsar 4.0's replicator names the source entry, by which the
+		// remote broker deduplicates what a replicator sends again.
+		out.Properties = append(out.Properties, &pb.KeyValue{Key: proto.String(replSourcePosition),
+			Value: proto.String(fmt.Sprintf("%d:%d", r.t.ledger, pe.n))})
+	}
 	data := protocol.AppendPayload(nil, out, pl.Body)
 	if err := r.t.b.cs.appendReplicated(r.remote, r.t.name, data, r.producerName()); err != nil {
 		return false
@@ -383,10 +428,36 @@ func (r *replicator) setConnected(on bool) {
 	t := r.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if on && !r.connected {
-		r.connectedSince = t.b.cfg.clock.Now()
+	if on != r.connected {
+		if on {
+			r.connectedSince = t.b.cfg.clock.Now()
+		}
+		if rs := t.b.cs.cluster(r.remote); rs != nil {
+			rs.geo.inboundConnected(t.full, t.b.name, on, time.Now())
+		}
 	}
 	r.connected = on
+}
+
+// inboundConnected records that the replicator of cluster from to topic
+// here connected (on) or went away, as the remote end of its producer.
+func (g *geoState) inboundConnected(topic, from string, on bool, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m := g.inbound[topic]
+	if m == nil {
+		m = map[string]*inboundStats{}
+		g.inbound[topic] = m
+	}
+	in := m[from]
+	if in == nil {
+		in = &inboundStats{}
+		m[from] = in
+	}
+	in.connected = on
+	if on {
+		in.since = now
+	}
 }
 
 // appendReplicated stores data, an entry a replicator of another cluster
@@ -426,6 +497,7 @@ func (cs *ConfigStore) appendReplicated(cluster string, tn TopicName, data []byt
 		}
 		e := newEntry(data, pl.Metadata)
 		t.appendLocked(e, producer, pl.Metadata)
+		t.noteInboundLocked(pl.Metadata.GetReplicatedFrom(), int64(e.Messages), len(data))
 		t.mu.Unlock()
 		return nil
 	}
@@ -473,6 +545,14 @@ type ReplicatorStats struct {
 	MsgThroughputOut float64
 	MsgOutCount      int64
 	BytesOutCount    int64
+	// MsgRateIn, MsgThroughputIn, MsgInCount and BytesInCount count what
+	// the remote cluster's replicator wrote to the topic here, since
+	// InboundSince (zero: nothing yet).
+	MsgRateIn       float64
+	MsgThroughputIn float64
+	MsgInCount      int64
+	BytesInCount    int64
+	InboundSince    time.Time
 	// ReplicationBacklog counts the entries the replicator has yet to
 	// send.
 	ReplicationBacklog int64
@@ -495,7 +575,33 @@ func (t *Topic) replicationStatsLocked(now time.Time) map[string]ReplicatorStats
 	g := t.b.geo
 	g.mu.Lock()
 	reps := g.reps[t]
+	type inboundNow struct {
+		rate        float64
+		msgs, bytes int64
+		since       time.Time
+	}
+	inbound := map[string]inboundNow{}
+	for from, in := range g.inbound[t.full] {
+		n := inboundNow{rate: in.in.rate(now), msgs: in.in.total, bytes: in.bytes}
+		if in.connected {
+			n.since = in.since
+		}
+		inbound[from] = n
+	}
 	g.mu.Unlock()
+	defer func() {
+		for from, in := range inbound {
+			rs, ok := out[from]
+			if !ok {
+				rs.ProducerName = replicatorPrefix + "." + t.b.name + "-->" + from
+			}
+			rs.MsgRateIn, rs.MsgInCount, rs.BytesInCount, rs.InboundSince = in.rate, in.msgs, in.bytes, in.since
+			if in.msgs > 0 {
+				rs.MsgThroughputIn = rs.MsgRateIn * float64(in.bytes) / float64(in.msgs)
+			}
+			out[from] = rs
+		}
+	}()
 	for name, s := range t.subs {
 		if !isReplicatorCursor(name) {
 			continue
