@@ -224,6 +224,26 @@ type replicatorJSON struct {
 	MsgExpiredCount           int64   `json:"msgExpiredCount"`
 }
 
+// add sums two partitions' stats of one replicator, as Pulsar's
+// ReplicatorStatsImpl.add does: counts and rates added, connected only if
+// both are, the longer delay.
+func (r replicatorJSON) add(o replicatorJSON) replicatorJSON {
+	r.MsgRateIn += o.MsgRateIn
+	r.MsgInCount += o.MsgInCount
+	r.MsgThroughputIn += o.MsgThroughputIn
+	r.BytesInCount += o.BytesInCount
+	r.MsgRateOut += o.MsgRateOut
+	r.MsgOutCount += o.MsgOutCount
+	r.MsgThroughputOut += o.MsgThroughputOut
+	r.BytesOutCount += o.BytesOutCount
+	r.MsgRateExpired += o.MsgRateExpired
+	r.MsgExpiredCount += o.MsgExpiredCount
+	r.ReplicationBacklog += o.ReplicationBacklog
+	r.Connected = r.Connected && o.Connected
+	r.ReplicationDelayInSeconds = max(r.ReplicationDelayInSeconds, o.ReplicationDelayInSeconds)
+	return r
+}
+
 // replicatorDoc renders a replicator's stats as Pulsar's JSON.
 func replicatorDoc(rs broker.ReplicatorStats) replicatorJSON {
 	out := replicatorJSON{MsgRateOut: rs.MsgRateOut, MsgThroughputOut: rs.MsgThroughputOut,
@@ -366,6 +386,13 @@ func addTopicStats(sum *topicStatsJSON, st topicStatsJSON) {
 	sum.NonContiguousDeletedMessagesRangesSerializedSize += st.NonContiguousDeletedMessagesRangesSerializedSize
 	sum.OldestBacklogMessageAgeSeconds = max(sum.OldestBacklogMessageAgeSeconds, st.OldestBacklogMessageAgeSeconds)
 	sum.Publishers = append(sum.Publishers, st.Publishers...)
+	for cluster, v := range st.Replication {
+		r, _ := v.(replicatorJSON)
+		if acc, ok := sum.Replication[cluster].(replicatorJSON); ok {
+			r = acc.add(r)
+		}
+		sum.Replication[cluster] = r
+	}
 	for name, ss := range st.Subscriptions {
 		acc := sum.Subscriptions[name]
 		acc.Type, acc.IsDurable = ss.Type, ss.IsDurable

@@ -2,7 +2,9 @@ package testkit_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -270,6 +272,25 @@ func TestGeoPartitionedTopicReplicatesEachPartition(t *testing.T) {
 		if na, nb := len(userMessages(g, "a", part)), len(userMessages(g, "b", part)); na != nb {
 			t.Errorf("partition %d: a stores %d messages, b %d", i, na, nb)
 		}
+	}
+	// The partitioned topic's stats sum its partitions' replicators.
+	resp, err := http.Get(g.Cluster("a").AdminURLs()[0] + "/admin/v2/persistent/public/geo/parted/partitioned-stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Replication map[string]struct {
+			MsgOutCount        int64 `json:"msgOutCount"`
+			ReplicationBacklog int64 `json:"replicationBacklog"`
+			Connected          bool  `json:"connected"`
+		} `json:"replication"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	if r := doc.Replication["b"]; r.MsgOutCount != 9 || r.ReplicationBacklog != 0 || !r.Connected {
+		t.Errorf("a's partitioned stats of the replication to b: %+v", doc.Replication)
 	}
 }
 
