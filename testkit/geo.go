@@ -239,3 +239,21 @@ func (g *Clusters) Copies(from, topic, producer string, seq uint64) []Copy {
 
 // String names the clusters.
 func (g *Clusters) String() string { return fmt.Sprintf("clusters %s", strings.Join(g.names, ", ")) }
+
+// Timeline tells the life of a message produced on cluster from with this
+// producer name and sequence id on every cluster holding a copy of it
+// (Copies), each as that cluster's brokers saw it (Cluster.Timeline): its
+// publication by its producer on from, its copy's publication by the
+// replicator's producer on the others, and each copy's deliveries and
+// acknowledgements there.
+func (g *Clusters) Timeline(from, topic, producer string, seq uint64) string {
+	g.tb.Helper()
+	var b strings.Builder
+	for _, cp := range g.Copies(from, topic, producer, seq) {
+		fmt.Fprintf(&b, "on cluster %s:\n%s", cp.Cluster, g.Cluster(cp.Cluster).Timeline(topic, cp.Message.ID))
+	}
+	if b.Len() == 0 {
+		return fmt.Sprintf("no cluster holds the message %s #%d of %s\n", producer, seq, topic)
+	}
+	return b.String()
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,6 +93,12 @@ func TestGeoMessageProducedOnAIsConsumedOnBWithReplicatedFrom(t *testing.T) {
 		t.Errorf("copies of the message: %+v", copies)
 	}
 	_ = id
+	life := g.Timeline("a", topic, p.Name(), 0)
+	if !strings.Contains(life, "on cluster a:") || !strings.Contains(life, "on cluster b:") ||
+		!strings.Contains(life, "published by pulsar.repl.a-->b") {
+		t.Errorf("the message's life across the clusters:\n%s", life)
+	}
+	t.Logf("the message's life across the clusters:\n%s", life)
 	rs := g.Replicators("a", topic)["b"]
 	if !rs.Connected || rs.ReplicationBacklog != 0 || rs.MsgOutCount != 1 || rs.ProducerName != "pulsar.repl.a-->b" {
 		t.Errorf("a's replicator to b: %+v", rs)
