@@ -34,6 +34,8 @@ import (
 //     properties, key, batch) but for the property
 //     __MSG_PROP_REPL_SOURCE_POSITION naming its source entry, and the
 //     cursor acknowledges it only once the remote topic has stored it.
+// A message's schema goes with it: it is registered on the remote topic
+// (which may give it another version, which the copy then names).
 // A remote cluster with no broker serving the topic (all stopped or
 // crashed) leaves the replicator disconnected: its cursor keeps the
 // backlog, and it tries again (every replicatorRetry) until the remote
@@ -388,12 +390,18 @@ func (r *replicator) replicate(pe pendingEntry) bool {
 		out.Properties = append(out.Properties, &pb.KeyValue{Key: proto.String(replSourcePosition),
 			Value: proto.String(fmt.Sprintf("%d:%d", r.t.ledger, pe.n))})
 	}
-	data := protocol.AppendPayload(nil, out, pl.Body)
-	if err := r.t.b.cs.appendReplicated(r.remote, r.t.name, data, r.producerName()); err != nil {
+	var schema *pb.Schema
+	if len(out.SchemaVersion) > 0 {
+		// The replicator's producer brings the message's schema to the
+		// remote topic, where it may take another version.
+		schema, _ = r.t.b.schemaAt(r.t.name, out.SchemaVersion)
+	}
+	size, err := r.t.b.cs.appendReplicated(r.remote, r.t.name, out, pl.Body, schema, r.producerName())
+	if err != nil {
 		return false
 	}
 	r.setConnected(true)
-	r.ack(pe.n, int64(len(data)), true)
+	r.ack(pe.n, int64(size), true)
 	return true
 }
 
@@ -460,28 +468,39 @@ func (g *geoState) inboundConnected(topic, from string, on bool, now time.Time) 
 	}
 }
 
-// appendReplicated stores data, an entry a replicator of another cluster
-// sends, on topic tn of the cluster named cluster: on the broker of that
-// cluster owning the topic's bundle (given an owner as a lookup gives one),
-// creating the topic as its first producer would. It fails when the
-// cluster has no broker serving the topic.
-func (cs *ConfigStore) appendReplicated(cluster string, tn TopicName, data []byte, producer string) error {
+// appendReplicated stores an entry a replicator of another cluster sends
+// (its metadata md and body) on topic tn of the cluster named cluster: on
+// the broker of that cluster owning the topic's bundle (given an owner as
+// a lookup gives one), creating the topic as its first producer would, and
+// registering schema there first (the entry then names the remote topic's
+// version of it). It returns the size of the stored entry, and fails when
+// the cluster has no broker serving the topic or refuses the schema.
+func (cs *ConfigStore) appendReplicated(cluster string, tn TopicName, md *pb.MessageMetadata, body []byte,
+	schema *pb.Schema, producer string) (int, error) {
 	s := cs.cluster(cluster)
 	if s == nil {
-		return errorf(ErrClusterUnreachable, "no cluster %s", cluster)
+		return 0, errorf(ErrClusterUnreachable, "no cluster %s", cluster)
 	}
 	b := s.ownerOf(tn)
 	if b == nil {
-		return errorf(ErrClusterUnreachable, "cluster %s has no broker serving %s", cluster, tn)
+		return 0, errorf(ErrClusterUnreachable, "cluster %s has no broker serving %s", cluster, tn)
 	}
+	if schema != nil {
+		v, fail := b.addSchema(tn, schema)
+		if fail != nil {
+			return 0, errorf(ErrIncompatibleSchema, "%s", fail.Msg)
+		}
+		md.SchemaVersion = v
+	}
+	data := protocol.AppendPayload(nil, md, body)
 	pl, err := protocol.ParsePayload(data)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for {
 		t, err := b.getOrCreateTopic(tn, b.autoCreateAllowed(tn))
 		if err != nil {
-			return err
+			return 0, err
 		}
 		t.mu.Lock()
 		switch {
@@ -490,16 +509,16 @@ func (cs *ConfigStore) appendReplicated(cluster string, tn TopicName, data []byt
 			continue
 		case t.deleted:
 			t.mu.Unlock()
-			return topicNotFound(tn)
+			return 0, topicNotFound(tn)
 		case t.terminated:
 			t.mu.Unlock()
-			return ErrTopicTerminated
+			return 0, ErrTopicTerminated
 		}
 		e := newEntry(data, pl.Metadata)
 		t.appendLocked(e, producer, pl.Metadata)
 		t.noteInboundLocked(pl.Metadata.GetReplicatedFrom(), int64(e.Messages), len(data))
 		t.mu.Unlock()
-		return nil
+		return len(data), nil
 	}
 }
 
