@@ -35,9 +35,12 @@ type ConfigStore struct {
 	config    *store.Config
 	meta      *clusterMeta
 
-	// regmu guards clusters; it is a leaf lock.
+	// regmu guards clusters and unreachable; it is a leaf lock.
 	regmu    sync.Mutex
 	clusters map[string]*shared
+	// unreachable are the clusters the others' replicators cannot reach
+	// (SetReachable).
+	unreachable map[string]bool
 }
 
 // NewConfigStore returns an empty configuration store: the tenants and
@@ -109,11 +112,42 @@ func (cs *ConfigStore) ClusterNames() []string {
 }
 
 // cluster returns what the brokers of the cluster named name share, nil
-// when no cluster of that name was made over cs.
+// when no cluster of that name was made over cs or it is unreachable
+// (SetReachable).
 func (cs *ConfigStore) cluster(name string) *shared {
 	cs.regmu.Lock()
 	defer cs.regmu.Unlock()
+	if cs.unreachable[name] {
+		return nil
+	}
 	return cs.clusters[name]
+}
+
+// clusterAny is cluster, reachable or not.
+func (cs *ConfigStore) clusterAny(name string) *shared {
+	cs.regmu.Lock()
+	defer cs.regmu.Unlock()
+	return cs.clusters[name]
+}
+
+// SetReachable makes the cluster named name unreachable (false) for the
+// other clusters' replicators, as a network partition between regions
+// would, or reachable again (true): while it is unreachable their
+// replicators are disconnected and keep its backlog, and once it is
+// reachable they send it in order. Its own brokers keep serving their
+// clients. Stopping or crashing all of a cluster's brokers makes it
+// unreachable too.
+func (cs *ConfigStore) SetReachable(name string, reachable bool) {
+	cs.regmu.Lock()
+	defer cs.regmu.Unlock()
+	if cs.unreachable == nil {
+		cs.unreachable = map[string]bool{}
+	}
+	if reachable {
+		delete(cs.unreachable, name)
+	} else {
+		cs.unreachable[name] = true
+	}
 }
 
 // ConfigStore returns the configuration store the broker's cluster shares

@@ -295,7 +295,8 @@ func (r *replicator) pump() (again, alive bool) {
 		if len(batch) == 0 {
 			// Nothing to send: the producer is connected while the remote
 			// serves the topic, as a replicator's producer stays connected.
-			r.setConnected(r.t.b.cs.cluster(r.remote) != nil && r.t.b.cs.cluster(r.remote).ownerOf(r.t.name) != nil)
+			rs := r.t.b.cs.cluster(r.remote)
+			r.setConnected(rs != nil && rs.ownerOf(r.t.name) != nil)
 			return false, true
 		}
 		for _, pe := range batch {
@@ -440,7 +441,7 @@ func (r *replicator) setConnected(on bool) {
 		if on {
 			r.connectedSince = t.b.cfg.clock.Now()
 		}
-		if rs := t.b.cs.cluster(r.remote); rs != nil {
+		if rs := t.b.cs.clusterAny(r.remote); rs != nil {
 			rs.geo.inboundConnected(t.full, t.b.name, on, time.Now())
 		}
 	}

@@ -73,6 +73,16 @@ func (g *Clusters) Cluster(name string) *Cluster {
 	return c
 }
 
+// SetReachable makes cluster name unreachable for the other clusters'
+// replicators (false), as a partition between regions would, or reachable
+// again (true); its brokers keep serving their own clients
+// (broker.ConfigStore.SetReachable).
+func (g *Clusters) SetReachable(name string, reachable bool) {
+	g.tb.Helper()
+	g.Cluster(name)
+	g.cs.SetReachable(name, reachable)
+}
+
 // ConfigStore returns the configuration store the clusters share.
 func (g *Clusters) ConfigStore() *broker.ConfigStore { return g.cs }
 

@@ -404,3 +404,43 @@ func TestGeoReplicatorBringsTheMessagesSchemaToTheRemoteTopic(t *testing.T) {
 		t.Errorf("b's consumer decoded %+v (%v)", got, err)
 	}
 }
+
+func TestGeoReplicationWaitsOutAPartitionAndCatchesUp(t *testing.T) {
+	g := startGeo(t)
+	ctx := geoContext(t)
+	topic := "persistent://public/geo/partition"
+	onB := subscribe(t, g.Cluster("b").Client(), topic, "s", false)
+	p := producer(t, g.Cluster("a").Client(), topic)
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("m0")}); err != nil {
+		t.Fatal(err)
+	}
+	g.WaitReplicated(ctx, "a", topic)
+	g.SetReachable("b", false)
+	for i := 1; i <= 3; i++ {
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "m%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.WaitFor(ctx, "a's replicator to b to hold 3 entries, disconnected", func() bool {
+		rs := g.Replicators("a", topic)["b"]
+		return rs.ReplicationBacklog == 3 && !rs.Connected
+	})
+	if n := len(userMessages(g, "b", topic)); n != 1 {
+		t.Errorf("b stores %d messages while unreachable, want 1", n)
+	}
+	g.SetReachable("b", true)
+	for i := range 4 {
+		m, err := onB.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("m%d", i); string(m.Payload()) != want {
+			t.Fatalf("b's message %d is %q, want %q", i, m.Payload(), want)
+		}
+		onB.Ack(m)
+	}
+	g.WaitReplicated(ctx, "a", topic)
+	if n := len(userMessages(g, "b", topic)); n != 4 {
+		t.Errorf("b stores %d messages, want 4", n)
+	}
+}
