@@ -303,3 +303,56 @@ func TestGeoReplicatedSubscriptionMatchesPulsar(t *testing.T) {
 	want := replicatedSubscriptionStory(t, real)
 	sameOnBoth(t, want, got)
 }
+
+type geoPayment struct {
+	ID     int    `json:"id"`
+	Amount string `json:"amount"`
+}
+
+// schemaStory: a producer with a JSON schema on a (batched, as
+// pulsar-client-go names the schema version of batched messages only); b's
+// consumer with the same schema decodes the replica, and b's topic has the
+// schema.
+func schemaStory(t *testing.T, s *geoSide) []string {
+	ns := s.replicatedNamespace(t)
+	topic := "persistent://" + ns + "/typed"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	schema := pulsar.NewJSONSchema(`{"type":"record","name":"geoPayment","fields":[{"name":"id","type":"int"},{"name":"amount","type":"string"}]}`, nil)
+	p, err := s.client(t, "a").CreateProducer(pulsar.ProducerOptions{Topic: topic, Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Value: &geoPayment{ID: 3, Amount: "9.50"}}); err != nil {
+		t.Fatal(err)
+	}
+	onB, err := s.client(t, "b").Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Schema: schema,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer onB.Close()
+	m, err := onB.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got geoPayment
+	err = m.GetSchemaValue(&got)
+	out := []string{fmt.Sprintf("b decodes %+v (error %v), replicated from %q", got, err, m.GetReplicatedFrom())}
+	var doc struct {
+		Type    string `json:"type"`
+		Version int64  `json:"version"`
+	}
+	body := adminGet(t, s.admins["b"], "/admin/v2/schemas/"+strings.TrimPrefix(topic, "persistent://")+"/schema")
+	_ = json.Unmarshal([]byte(body), &doc)
+	out = append(out, fmt.Sprintf("b's topic schema: %s version %d", doc.Type, doc.Version))
+	return out
+}
+
+func TestGeoSchemaReplicationMatchesPulsar(t *testing.T) {
+	real := realGeo(t)
+	got := schemaStory(t, simGeo(t))
+	want := schemaStory(t, real)
+	sameOnBoth(t, want, got)
+}
