@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -30,6 +31,9 @@ import (
 // geoSide is a pair of clusters a story runs on.
 type geoSide struct {
 	urls, admins map[string]string
+	// stopB and startB take cluster b away and bring it back with its
+	// data; nil when the side cannot.
+	stopB, startB func(t *testing.T)
 }
 
 func realGeo(t *testing.T) *geoSide {
@@ -40,15 +44,30 @@ func realGeo(t *testing.T) *geoSide {
 		t.Skip("set PULSAR_GEO_URLS and PULSAR_GEO_ADMIN_URLS to clusters a and b of a real Pulsar pair " +
 			"(scripts/real-pulsar-geo start; scripts/oracle-check does) to compare geo-replication with pulsarsim's")
 	}
-	return &geoSide{urls: map[string]string{"a": urls[0], "b": urls[1]},
+	side := &geoSide{urls: map[string]string{"a": urls[0], "b": urls[1]},
 		admins: map[string]string{"a": admins[0], "b": admins[1]}}
+	// PULSAR_GEO_CONTROL is scripts/real-pulsar-geo with its options, whose
+	// stop-b and start-b take b away and bring it back.
+	if ctl := strings.Fields(os.Getenv("PULSAR_GEO_CONTROL")); len(ctl) > 0 {
+		run := func(cmd string) func(t *testing.T) {
+			return func(t *testing.T) {
+				out, err := exec.Command(ctl[0], append([]string{cmd}, ctl[1:]...)...).CombinedOutput()
+				if err != nil {
+					t.Fatalf("%s %s: %v\n%s", ctl[0], cmd, err, out)
+				}
+			}
+		}
+		side.stopB, side.startB = run("stop-b"), run("start-b")
+	}
+	return side
 }
 
 func simGeo(t *testing.T) *geoSide {
 	t.Helper()
 	g := testkit.StartClusters(t, []string{"a", "b"}, 1)
 	return &geoSide{urls: map[string]string{"a": g.Cluster("a").URL(), "b": g.Cluster("b").URL()},
-		admins: map[string]string{"a": g.Cluster("a").AdminURLs()[0], "b": g.Cluster("b").AdminURLs()[0]}}
+		admins: map[string]string{"a": g.Cluster("a").AdminURLs()[0], "b": g.Cluster("b").AdminURLs()[0]},
+		stopB:  func(*testing.T) { g.Cluster("b").Stop(0) }, startB: func(*testing.T) { g.Cluster("b").Start(0) }}
 }
 
 // replicatedNamespace creates a fresh namespace of public replicated to a
@@ -354,5 +373,85 @@ func TestGeoSchemaReplicationMatchesPulsar(t *testing.T) {
 	real := realGeo(t)
 	got := schemaStory(t, simGeo(t))
 	want := schemaStory(t, real)
+	sameOnBoth(t, want, got)
+}
+
+// outageStory: b goes away while a produces; a's replication backlog
+// holds what b missed, and once b is back it gets everything once, in
+// order.
+func outageStory(t *testing.T, s *geoSide) []string {
+	ns := s.replicatedNamespace(t)
+	topic := "persistent://" + ns + "/outage"
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	onB, err := s.client(t, "b").Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s",
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onB.Close()
+	p, err := s.client(t, "a").CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	send := func(from, to int) {
+		for i := from; i < to; i++ {
+			if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "m%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send(0, 2)
+	if !eventually(func() bool { return s.replication(t, "a", topic) == "b connected=true backlog=0" }) {
+		t.Fatalf("a's replication before the outage: %s", s.replication(t, "a", topic))
+	}
+	s.stopB(t)
+	send(2, 5)
+	var during string
+	eventually(func() bool {
+		during = s.replication(t, "a", topic)
+		return during == "b connected=false backlog=3"
+	})
+	out := []string{"while b is away, a's replication: " + during}
+	s.startB(t)
+	var after string
+	for deadline := time.Now().Add(120 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if after = s.replication(t, "a", topic); after == "b connected=true backlog=0" {
+			break
+		}
+	}
+	out = append(out, "once b is back, a's replication: "+after)
+	onB, err = s.client(t, "b").Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer onB.Close()
+	var got []string
+	for range 5 {
+		m, err := onB.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		onB.Ack(m)
+		got = append(got, string(m.Payload()))
+	}
+	out = append(out, fmt.Sprintf("b receives %v", got))
+	drained := eventually(func() bool {
+		subs, _ := s.stats(t, "b", topic)["subscriptions"].(map[string]any)
+		sub, _ := subs["s"].(map[string]any)
+		return sub["msgBacklog"] == float64(0)
+	})
+	out = append(out, fmt.Sprintf("b's backlog drains to 0 once they are acknowledged: %v", drained))
+	return out
+}
+
+func TestGeoOutageOfBMatchesPulsar(t *testing.T) {
+	real := realGeo(t)
+	if real.stopB == nil {
+		t.Skip("set PULSAR_GEO_CONTROL to scripts/real-pulsar-geo with its options (scripts/oracle-check does) to take b away")
+	}
+	got := outageStory(t, simGeo(t))
+	want := outageStory(t, real)
 	sameOnBoth(t, want, got)
 }
