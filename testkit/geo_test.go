@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"go.uber.org/goleak"
 
 	"github.com/pulsarsim/pulsarsim/broker"
 	"github.com/pulsarsim/pulsarsim/testkit"
@@ -443,4 +444,45 @@ func TestGeoReplicationWaitsOutAPartitionAndCatchesUp(t *testing.T) {
 	if n := len(userMessages(g, "b", topic)); n != 4 {
 		t.Errorf("b stores %d messages, want 4", n)
 	}
+}
+
+func TestGeoClustersLeaveNoGoroutineOnceClosed(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	cs := broker.NewConfigStore()
+	a := broker.NewCluster(1, broker.WithClusterName("a"), broker.WithConfigStore(cs),
+		broker.WithReplicatedSubscriptionsSnapshotFrequency(10*time.Millisecond))
+	b := broker.NewCluster(1, broker.WithClusterName("b"), broker.WithConfigStore(cs),
+		broker.WithReplicatedSubscriptionsSnapshotFrequency(10*time.Millisecond))
+	for _, c := range []*broker.Cluster{a, b} {
+		if err := c.Listen(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := []string{"a", "b"}
+	if err := a.Broker(0).SetTenantAllowedClusters("public", list); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Broker(0).UpdateNamespacePolicies("public/default", func(p *broker.Policies) { p.ReplicationClusters = &list }); err != nil {
+		t.Fatal(err)
+	}
+	topic := "persistent://public/default/leak"
+	if _, err := a.Broker(0).Publish(topic, broker.ProducerMessage{Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := geoContext(t)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if msgs, _ := b.Broker(0).Messages(topic); len(msgs) == 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the message never reached b")
+		case <-tick.C:
+		}
+	}
+	a.Close()
+	b.Close()
+	goleak.VerifyNone(t, before)
 }
