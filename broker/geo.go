@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -153,6 +154,33 @@ func (cs *ConfigStore) SetReachable(name string, reachable bool) {
 // ConfigStore returns the configuration store the broker's cluster shares
 // with others, nil when it has one of its own.
 func (b *Broker) ConfigStore() *ConfigStore { return b.cs }
+
+// missingLocalCluster reports whether tn's namespace is replicated to
+// clusters that leave the broker's own out, with Pulsar's reason: a
+// cluster does not serve such a namespace's topics (lookups and
+// partitioned-topic metadata fail with MetadataError, as Pulsar's
+// checkLocalOrGetPeerReplicationCluster refuses them when no peer cluster
+// serves it; pulsarsim redirects to no peer).
+func (b *Broker) missingLocalCluster(tn TopicName) (string, bool) {
+	if b.cs == nil {
+		return "", false
+	}
+	ns := tn.NamespaceName()
+	b.mu.Lock()
+	p := b.data.NamespacePolicies[ns]
+	b.mu.Unlock()
+	if p.ReplicationClusters == nil || len(*p.ReplicationClusters) == 0 || slices.Contains(*p.ReplicationClusters, b.name) {
+		return "", false
+	}
+	return fmt.Sprintf("Namespace missing local cluster name in clusters list: local_cluster=%s ns=%s clusters=[%s]",
+		b.name, ns, strings.Join(*p.ReplicationClusters, ", ")), true
+}
+
+// refusesForeign is missingLocalCluster's verdict alone.
+func (b *Broker) refusesForeign(tn TopicName) bool {
+	_, ok := b.missingLocalCluster(tn)
+	return ok
+}
 
 // TenantAllowedClusters returns the clusters a tenant may use as its
 // creation or last update gave them, nil when none was given (ok false:

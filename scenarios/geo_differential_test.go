@@ -16,7 +16,10 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsar/log"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/pulsarsim/pulsarsim/protocol"
+	"github.com/pulsarsim/pulsarsim/protocol/pb"
 	"github.com/pulsarsim/pulsarsim/testkit"
 )
 
@@ -453,5 +456,63 @@ func TestGeoOutageOfBMatchesPulsar(t *testing.T) {
 	}
 	got := outageStory(t, simGeo(t))
 	want := outageStory(t, real)
+	sameOnBoth(t, want, got)
+}
+
+// elsewhereStory: a namespace replicated to b only; a client of a cannot
+// use its topics (Pulsar's lookup and partitioned-metadata refusal), one
+// of b can.
+func elsewhereStory(t *testing.T, s *geoSide) []string {
+	ns := fmt.Sprintf("public/geo-%x", rand.Uint32())
+	if code := adminDo(t, s.admins["a"], http.MethodPut, "/admin/v2/namespaces/"+ns, ""); code/100 != 2 {
+		t.Fatalf("create %s: %d", ns, code)
+	}
+	if code := adminDo(t, s.admins["a"], http.MethodPost, "/admin/v2/namespaces/"+ns+"/replication", `["b"]`); code/100 != 2 {
+		t.Fatalf("replication clusters of %s: %d", ns, code)
+	}
+	for _, c := range []string{"a", "b"} {
+		if !eventually(func() bool {
+			return adminGet(t, s.admins[c], "/admin/v2/namespaces/"+ns+"/replication") == `["b"]`
+		}) {
+			t.Fatalf("%s does not see %s replicated to b only", c, ns)
+		}
+	}
+	topic := "persistent://" + ns + "/elsewhere"
+	c, err := pulsar.NewClient(pulsar.ClientOptions{URL: s.urls["a"], OperationTimeout: 5 * time.Second,
+		Logger: log.DefaultNopLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	msg := fmt.Sprint(err)
+	msg = strings.ReplaceAll(msg, ns, "<ns>")
+	out := []string{"a's producer: " + msg}
+	// The refusals of a's LOOKUP and PARTITIONED_METADATA, on the wire.
+	w := dialWire(t, s.urls["a"])
+	w.send(protocol.Base(pb.BaseCommand_LOOKUP, &pb.CommandLookupTopic{Topic: proto.String(topic),
+		RequestId: proto.Uint64(1)}))
+	if r := w.read().LookupTopicResponse; r != nil {
+		out = append(out, fmt.Sprintf("a's lookup: %v %v %q", r.GetResponse(), r.GetError(),
+			strings.ReplaceAll(r.GetMessage(), ns, "<ns>")))
+	}
+	w.send(protocol.Base(pb.BaseCommand_PARTITIONED_METADATA, &pb.CommandPartitionedTopicMetadata{
+		Topic: proto.String(topic), RequestId: proto.Uint64(2)}))
+	if r := w.read().PartitionMetadataResponse; r != nil {
+		out = append(out, fmt.Sprintf("a's partitioned metadata: %v %v %q", r.GetResponse(), r.GetError(),
+			strings.ReplaceAll(r.GetMessage(), ns, "<ns>")))
+	}
+	p, err := s.client(t, "b").CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	out = append(out, fmt.Sprintf("b's producer: %v", err))
+	if err == nil {
+		p.Close()
+	}
+	return out
+}
+
+func TestGeoNamespaceOfOtherClustersMatchesPulsar(t *testing.T) {
+	real := realGeo(t)
+	want := elsewhereStory(t, real)
+	got := elsewhereStory(t, simGeo(t))
 	sameOnBoth(t, want, got)
 }
