@@ -16,7 +16,7 @@ func (s *Server) listTenants(w http.ResponseWriter, _ *http.Request) {
 
 // createTenant creates a tenant. The body's roles and clusters are read (a
 // body that does not parse is a 400, a cluster that does not exist a 412)
-// but the clusters are not kept.
+// and kept.
 func (s *Server) createTenant(w http.ResponseWriter, r *http.Request) {
 	var info struct {
 		AdminRoles      []string `json:"adminRoles"`
@@ -34,7 +34,19 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request) {
 	if err == nil && len(info.AdminRoles) > 0 {
 		err = s.b.SetTenantAdminRoles(r.PathValue("tenant"), info.AdminRoles)
 	}
+	if err == nil && len(info.AllowedClusters) > 0 {
+		err = s.b.SetTenantAllowedClusters(r.PathValue("tenant"), info.AllowedClusters)
+	}
 	reply(w, nil, err)
+}
+
+// tenantClusters are the clusters a tenant may use: those its creation or
+// last update gave, else the broker's own cluster.
+func (s *Server) tenantClusters(tenant string) []string {
+	if c, _ := s.b.TenantAllowedClusters(tenant); c != nil {
+		return c
+	}
+	return []string{s.b.ClusterName()}
 }
 
 func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) {
@@ -46,7 +58,7 @@ func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) {
 	if roles == nil {
 		roles = []string{}
 	}
-	reply(w, map[string]any{"adminRoles": roles, "allowedClusters": []string{s.b.ClusterName()}}, nil)
+	reply(w, map[string]any{"adminRoles": roles, "allowedClusters": s.tenantClusters(r.PathValue("tenant"))}, nil)
 }
 
 func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request) {

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -92,9 +93,10 @@ func readClusters(r *http.Request) ([]string, error) {
 }
 
 // checkClusters checks a replication list as Pulsar does: not empty, no
-// "global", (at topic level) the local cluster kept, and every name a
-// cluster that exists. It returns the list without duplicates.
-func (s *Server) checkClusters(list []string, topicLevel bool) ([]string, error) {
+// "global", (at topic level) the local cluster kept, every name a cluster
+// that exists and that the tenant may use (when its allowed clusters were
+// given). It returns the list without duplicates.
+func (s *Server) checkClusters(list []string, topicLevel bool, tenant string) ([]string, error) {
 	local := s.b.ClusterName()
 	switch {
 	case len(list) == 0:
@@ -105,12 +107,21 @@ func (s *Server) checkClusters(list []string, topicLevel bool) ([]string, error)
 		return nil, errStatus(http.StatusPreconditionFailed,
 			"Can not remove local cluster from the local topic-level replication clusters policy")
 	}
+	allowed := s.tenantClusters(tenant)
+	var out []string
 	for _, c := range list {
-		if c != local {
+		if _, ok := s.b.Cluster(c); !ok && c != local {
 			return nil, errStatus(http.StatusForbidden, "Invalid cluster id: "+c)
 		}
+		if allowed != nil && !slices.Contains(allowed, c) {
+			return nil, errStatus(http.StatusForbidden, fmt.Sprintf(
+				"Cluster [%s] is not in the list of allowed clusters list for tenant [%s]", c, tenant))
+		}
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
 	}
-	return []string{local}, nil
+	return out, nil
 }
 
 // replicationOf is a level's replication clusters, or nil when unset.
@@ -148,7 +159,7 @@ func (s *Server) setNamespaceReplication(w http.ResponseWriter, r *http.Request)
 		list, err = readClusters(r)
 	}
 	if err == nil {
-		list, err = s.checkClusters(list, false)
+		list, err = s.checkClusters(list, false, ns[:strings.Index(ns, "/")])
 	}
 	if err == nil {
 		err = s.b.UpdateNamespacePolicies(ns, func(p *broker.Policies) { p.ReplicationClusters = &list })
@@ -194,7 +205,8 @@ func (s *Server) setTopicReplication(w http.ResponseWriter, r *http.Request) {
 		topic, err = s.policyTopic(r)
 	}
 	if err == nil {
-		list, err = s.checkClusters(list, true)
+		tn, _ := broker.ParseTopicName(topic)
+		list, err = s.checkClusters(list, true, tn.Tenant)
 	}
 	if err == nil {
 		err = s.b.UpdateTopicPolicies(topic, func(p *broker.Policies) { p.ReplicationClusters = &list })

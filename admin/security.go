@@ -317,6 +317,9 @@ func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, "Tenant "+tenant+" not found")
 		return
 	}
+	if len(info.AllowedClusters) > 0 {
+		_ = s.b.SetTenantAllowedClusters(tenant, info.AllowedClusters)
+	}
 	reply(w, nil, nil)
 }
 

@@ -191,10 +191,71 @@ func topicStatsDoc(st broker.TopicStats, earliest bool) topicStatsJSON {
 		out.NonContiguousDeletedMessagesRangesSerializedSize += sd.NonContiguousDeletedMessagesRangesSerializedSize
 		out.Subscriptions[name] = sd
 	}
+	for cluster, rs := range st.Replication {
+		out.Replication[cluster] = replicatorDoc(rs)
+	}
 	out.WaitingPublishers = st.WaitingPublishers
 	out.OldestBacklogMessageAgeSeconds = -1
 	if st.OldestBacklogAge >= 0 {
 		out.OldestBacklogMessageAgeSeconds = int64(st.OldestBacklogAge / time.Second)
+	}
+	return out
+}
+
+// replicatorJSON is one replicator's stats as Pulsar writes them
+// (ReplicatorStatsImpl); inboundConnection and outboundConnection, which
+// name a Netty channel on Pulsar, are left out, as pulsarsim's replicators
+// write to the remote topic without a connection.
+type replicatorJSON struct {
+	MsgRateIn                 float64 `json:"msgRateIn"`
+	MsgInCount                int64   `json:"msgInCount"`
+	MsgThroughputIn           float64 `json:"msgThroughputIn"`
+	BytesInCount              int64   `json:"bytesInCount"`
+	MsgRateOut                float64 `json:"msgRateOut"`
+	MsgOutCount               int64   `json:"msgOutCount"`
+	MsgThroughputOut          float64 `json:"msgThroughputOut"`
+	BytesOutCount             int64   `json:"bytesOutCount"`
+	MsgRateExpired            float64 `json:"msgRateExpired"`
+	ReplicationBacklog        int64   `json:"replicationBacklog"`
+	Connected                 bool    `json:"connected"`
+	ReplicationDelayInSeconds int64   `json:"replicationDelayInSeconds"`
+	InboundConnectedSince     string  `json:"inboundConnectedSince,omitempty"`
+	OutboundConnectedSince    string  `json:"outboundConnectedSince,omitempty"`
+	MsgExpiredCount           int64   `json:"msgExpiredCount"`
+}
+
+// add sums two partitions' stats of one replicator, as Pulsar's
+// ReplicatorStatsImpl.add does: counts and rates added, connected only if
+// both are, the longer delay.
+func (r replicatorJSON) add(o replicatorJSON) replicatorJSON {
+	r.MsgRateIn += o.MsgRateIn
+	r.MsgInCount += o.MsgInCount
+	r.MsgThroughputIn += o.MsgThroughputIn
+	r.BytesInCount += o.BytesInCount
+	r.MsgRateOut += o.MsgRateOut
+	r.MsgOutCount += o.MsgOutCount
+	r.MsgThroughputOut += o.MsgThroughputOut
+	r.BytesOutCount += o.BytesOutCount
+	r.MsgRateExpired += o.MsgRateExpired
+	r.MsgExpiredCount += o.MsgExpiredCount
+	r.ReplicationBacklog += o.ReplicationBacklog
+	r.Connected = r.Connected && o.Connected
+	r.ReplicationDelayInSeconds = max(r.ReplicationDelayInSeconds, o.ReplicationDelayInSeconds)
+	return r
+}
+
+// replicatorDoc renders a replicator's stats as Pulsar's JSON.
+func replicatorDoc(rs broker.ReplicatorStats) replicatorJSON {
+	out := replicatorJSON{MsgRateOut: rs.MsgRateOut, MsgThroughputOut: rs.MsgThroughputOut,
+		MsgOutCount: rs.MsgOutCount, BytesOutCount: rs.BytesOutCount,
+		MsgRateIn: rs.MsgRateIn, MsgThroughputIn: rs.MsgThroughputIn, MsgInCount: rs.MsgInCount, BytesInCount: rs.BytesInCount,
+		ReplicationBacklog: rs.ReplicationBacklog, Connected: rs.Connected,
+		ReplicationDelayInSeconds: int64(rs.ReplicationDelay / time.Second)}
+	if rs.Connected {
+		out.OutboundConnectedSince = since(rs.ConnectedSince)
+	}
+	if !rs.InboundSince.IsZero() {
+		out.InboundConnectedSince = since(rs.InboundSince)
 	}
 	return out
 }
@@ -215,6 +276,7 @@ func subscriptionDoc(ss broker.SubscriptionStats) subscriptionJSON {
 			LastConsumedFlowTimestamp: millis(ss.LastConsumedFlow), LastConsumedTimestamp: millis(ss.LastConsumed),
 			LastAckedTimestamp: millis(ss.LastAcked), LastMarkDeleteAdvancedTimestamp: millis(ss.LastMarkDeleteAdvanced),
 			Durable: ss.Durable, AllowOutOfOrderDelivery: ss.AllowOutOfOrderDelivery,
+			IsReplicated: ss.Replicated, Replicated: ss.Replicated,
 			ConsumersAfterMarkDeletePosition:                 map[string]any{},
 			NonContiguousDeletedMessagesRanges:               ss.AckedRanges,
 			NonContiguousDeletedMessagesRangesSerializedSize: ss.AckedRangesSize,
@@ -324,6 +386,13 @@ func addTopicStats(sum *topicStatsJSON, st topicStatsJSON) {
 	sum.NonContiguousDeletedMessagesRangesSerializedSize += st.NonContiguousDeletedMessagesRangesSerializedSize
 	sum.OldestBacklogMessageAgeSeconds = max(sum.OldestBacklogMessageAgeSeconds, st.OldestBacklogMessageAgeSeconds)
 	sum.Publishers = append(sum.Publishers, st.Publishers...)
+	for cluster, v := range st.Replication {
+		r, _ := v.(replicatorJSON)
+		if acc, ok := sum.Replication[cluster].(replicatorJSON); ok {
+			r = acc.add(r)
+		}
+		sum.Replication[cluster] = r
+	}
 	for name, ss := range st.Subscriptions {
 		acc := sum.Subscriptions[name]
 		acc.Type, acc.IsDurable = ss.Type, ss.IsDurable

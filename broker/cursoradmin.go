@@ -140,7 +140,7 @@ func (t *Topic) markDeleteThroughLocked(s *Subscription, last int64, reason stri
 	}
 	s.persistLocked()
 	s.noteMarkDeleteLocked(first - 1)
-	if reason != "skip" && reason != "clear-backlog" {
+	if reason != "skip" && reason != "clear-backlog" && reason != "replicated-subscription" {
 		// An expiry (message TTL, a request, a backlog quota by age):
 		// Pulsar's stats count the entries it acknowledged.
 		s.expired.add(time.Now(), backlog-s.cur.Backlog(t.log.End()))

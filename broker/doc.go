@@ -45,6 +45,17 @@
 // is unloaded or their broker stops or crashes. A broker made by New is a
 // cluster of one.
 //
+// # Several clusters
+//
+// WithConfigStore makes a cluster one of several sharing a configuration
+// store (ConfigStore), as Pulsar's clusters share a global one: tenants,
+// namespaces and their policies, partitioned-topic metadata, permissions
+// and the cluster metadata are common, the rest (ledgers, bundle
+// ownership, schemas, topic policies) each cluster's own. A namespace whose
+// replication clusters name several of them is geo-replicated between
+// them (replicator.go), its replicated subscriptions kept in step
+// (replsub.go).
+//
 // # Inside: which layer owns what
 //
 // The store (package store) is what the brokers of a cluster share and
@@ -129,6 +140,16 @@
 // directory's goroutine takes nothing else with it, and runs the callbacks
 // of its barriers (a SEND_RECEIPT once its entry is durable) with no lock
 // held, which take a connection's write buffer lock.
+//
+// Clusters made over one configuration store (ConfigStore, geo.go) share
+// its broker lock and its security policies' lock: every broker of every
+// such cluster takes the same shared.mu, in the place of the order above.
+// A replicator (replicator.go) holds no topic lock of its own cluster while
+// it writes to the remote cluster's topic, so no goroutine holds two topic
+// locks there either. The replication state's lock (geoState.mu, one per
+// cluster) is a leaf, taken alone or under a topic lock (also a topic lock
+// of another cluster, when a replicator reports its connection there); so
+// is the configuration store's table of clusters (ConfigStore.regmu).
 //
 // The transaction coordinators' lock (transactions.mu, txn.go; one per
 // cluster, in the shared value) is a leaf:

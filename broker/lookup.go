@@ -36,6 +36,10 @@ func (c *conn) handleLookup(l *pb.CommandLookupTopic) {
 		c.send(lookupFailed(reqID, pb.ServerError_TopicNotFound, errNoNamespace.Error()))
 		return
 	}
+	if msg, ok := c.b.missingLocalCluster(tn); ok { // geo.go
+		c.send(lookupFailed(reqID, pb.ServerError_MetadataError, msg))
+		return
+	}
 	a := c.b.lookupOwner(tn, l.GetAuthoritative())
 	if a.failed {
 		c.send(lookupFailed(reqID, pb.ServerError_ServiceNotReady, a.msg))
@@ -90,6 +94,11 @@ func (c *conn) handlePartitionedMetadata(m *pb.CommandPartitionedTopicMetadata) 
 		resp.Response = pb.CommandPartitionedTopicMetadataResponse_Failed.Enum()
 		resp.Error = pb.ServerError_AuthorizationError.Enum()
 		resp.Message = proto.String("Client is not authorized to Get Partition Metadata")
+	case c.b.namespaceReady(tn.NamespaceName()) && c.b.refusesForeign(tn): // geo.go
+		msg, _ := c.b.missingLocalCluster(tn)
+		resp.Response = pb.CommandPartitionedTopicMetadataResponse_Failed.Enum()
+		resp.Error = pb.ServerError_MetadataError.Enum()
+		resp.Message = proto.String(msg)
 	default:
 		if n, err = c.b.partitionedMetadata(tn, m.GetMetadataAutoCreationEnabled(), true); err != nil {
 			resp.Response = pb.CommandPartitionedTopicMetadataResponse_Failed.Enum()

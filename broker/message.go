@@ -42,6 +42,11 @@ type Message struct {
 	// Index is the message's topic-wide index, from the broker entry
 	// metadata; -1 unless the broker writes it.
 	Index int64
+	// ReplicatedFrom is the cluster a replicator copied the message from,
+	// "" for a message produced on its cluster; ReplicateTo the clusters
+	// its producer restricted its replication to, nil for none.
+	ReplicatedFrom string
+	ReplicateTo    []string
 }
 
 // openEntry parses a stored entry's metadata and decompresses its body, of
@@ -83,6 +88,9 @@ func entryMessages(md *pb.MessageMetadata, body []byte, id MessageID) ([]Message
 		Compression:   md.GetCompression().String(),
 		SchemaVersion: md.GetSchemaVersion(),
 		Index:         -1,
+
+		ReplicatedFrom: md.GetReplicatedFrom(),
+		ReplicateTo:    md.GetReplicateTo(),
 	}
 	if md.DeliverAtTime != nil {
 		base.DeliverAt = time.UnixMilli(md.GetDeliverAtTime())

@@ -67,6 +67,11 @@ type config struct {
 	// and dataSync its sync policy (datadir.go).
 	dataDir  string
 	dataSync durable.Sync
+	// configStore is the configuration store the cluster shares with
+	// others, nil for its own (geo.go); snapshotEvery how often replicated
+	// subscriptions take a snapshot (replsub.go).
+	configStore   *ConfigStore
+	snapshotEvery time.Duration
 }
 
 func defaultConfig() config {
@@ -90,6 +95,7 @@ func defaultConfig() config {
 		writeHigh:         DefaultWriteBufferHighWaterMark,
 		authRefresh:       60 * time.Second,
 		inactive:          DefaultInactiveTopicDeletion,
+		snapshotEvery:     time.Second,
 	}
 }
 

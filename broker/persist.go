@@ -30,6 +30,7 @@ const (
 // the rate limit holds it back (then it is dirty). Called under the topic's
 // lock after the cursor changed.
 func (s *Subscription) persistLocked() {
+	s.topic.replicatedSubMovedLocked(s)
 	if !s.durable || s.topic.b.cfg.store == nil && s.topic.b.disk == nil {
 		return
 	}

@@ -220,4 +220,5 @@ func (t *Topic) applyPoliciesLocked() {
 		s.dispatchLocked()
 	}
 	t.ensureCompactionSubscriptionLocked(p)
+	t.replicationLocked()
 }

@@ -40,6 +40,9 @@ type TopicStats struct {
 	// estimated it, counted to now; -1 when no check measured it (no
 	// message_age quota in force, or nothing to measure).
 	OldestBacklogAge time.Duration
+	// Replication holds the replicators' stats by remote cluster
+	// (replicator.go), empty when the topic replicates nowhere.
+	Replication map[string]ReplicatorStats
 }
 
 // PublisherStats is one producer's part of TopicStats.
@@ -59,6 +62,8 @@ type PublisherStats struct {
 // SubscriptionStats is one subscription's part of TopicStats.
 type SubscriptionStats struct {
 	Type string // "Exclusive", "Shared", "Failover" or "Key_Shared"; "None" before its first consumer
+	// Replicated is set for a replicated subscription (replsub.go).
+	Replicated bool
 	// MsgBacklog counts the unacknowledged entries; MsgDelayed those held
 	// for their deliver-at time.
 	MsgBacklog          int64
@@ -183,8 +188,17 @@ func (t *Topic) statsLocked(now time.Time) TopicStats {
 		st.MsgThroughputIn += ps.MsgThroughputIn
 		st.Publishers = append(st.Publishers, ps)
 	}
+	st.Replication = t.replicationStatsLocked(now)
+	for _, rs := range st.Replication {
+		st.MsgRateOut += rs.MsgRateOut
+		st.MsgThroughputOut += rs.MsgThroughputOut
+	}
 	for name, s := range t.subs {
+		if isReplicatorCursor(name) {
+			continue
+		}
 		ss := s.statsLocked(now)
+		ss.Replicated = t.b.IsReplicatedSubscription(t.full, name)
 		st.MsgRateOut += ss.MsgRateOut
 		st.MsgThroughputOut += ss.MsgThroughputOut
 		st.MsgOutCounter += ss.MsgOutCounter

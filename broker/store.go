@@ -18,8 +18,13 @@ import (
 // roles and permissions; it is a leaf lock (nothing else is taken while
 // holding it).
 type shared struct {
-	mu    storeLock
-	secmu storeLock
+	// mu and secmu are the configuration store's when the cluster shares
+	// one with other clusters (ConfigStore): the clusters then take the
+	// same broker lock, since they share what it guards. With a data
+	// directory they queue the store's metadata as they are released
+	// (datadir.go).
+	mu    *storeLock
+	secmu *storeLock
 	data  *store.Store
 	// disk is the data directory the store is kept in (datadir.go), nil
 	// without one; diskErr is why it could not be opened.
@@ -38,18 +43,28 @@ type shared struct {
 	// meta is the configuration store's cluster metadata and the dynamic
 	// settings (clustermeta.go), under its own leaf lock.
 	meta *clusterMeta
+	// name is the cluster's name, cs the configuration store it shares
+	// with other clusters (nil for none), geo its replication state
+	// (geo.go).
+	name string
+	cs   *ConfigStore
+	geo  *geoState
 }
 
 // newShared returns what a new cluster's brokers share, holding what a
 // fresh standalone holds: public/default with the broker's backlog quotas
 // written into it.
 func newShared(cfg config) *shared {
+	if cfg.configStore != nil {
+		return cfg.configStore.newShared(cfg)
+	}
 	st := store.New()
 	st.NamespacePolicies["public/default"] = Policies{
 		BacklogQuota:           cfg.policies.Clone().BacklogQuota,
 		MessageAgeBacklogQuota: cfg.policies.Clone().MessageAgeBacklogQuota,
 	}
-	s := &shared{data: st, members: map[int]*Broker{}, meta: newClusterMeta(cfg.clusterName)}
+	s := &shared{mu: &storeLock{}, secmu: &storeLock{}, data: st, members: map[int]*Broker{},
+		meta: newClusterMeta(cfg.clusterName), name: cfg.clusterName, geo: newGeoState()}
 	if cfg.dataDir != "" {
 		s.openDataDir(cfg)
 	}

@@ -375,6 +375,7 @@ func (t *Topic) subscriptionForLocked(c *conn, sub *pb.CommandSubscribe, typ dis
 	if s.consumerLimitReachedLocked(typ == dispatch.Exclusive) {
 		return nil, &refusal{pb.ServerError_ConsumerBusy, "Subscription reached max consumers limit"}
 	}
+	t.subscribedReplicatedLocked(s, sub)
 	return s, nil
 }
 
@@ -587,6 +588,7 @@ func (s *Subscription) dispatchAtLocked(now time.Time) {
 		}
 	}
 	s.readAtEndLocked()
+	t.replicatedSubMovedLocked(s)
 	t.trimLocked()
 }
 

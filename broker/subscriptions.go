@@ -212,7 +212,9 @@ func (b *Broker) Subscriptions(topic string) ([]string, error) {
 	for _, t := range ts {
 		t.mu.Lock()
 		for name := range t.subs {
-			set[name] = true
+			if !isReplicatorCursor(name) {
+				set[name] = true
+			}
 		}
 		t.mu.Unlock()
 	}

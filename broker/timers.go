@@ -119,6 +119,9 @@ func (b *Broker) startTimers() {
 	if b.cfg.store != nil || b.disk != nil {
 		b.startPeriodic(cursorFlushEvery, b.flushCursors)
 	}
+	if b.cs != nil {
+		b.startPeriodic(b.cfg.snapshotEvery, b.checkReplication)
+	}
 	b.wg.Add(1)
 	go b.timerLoop()
 }

@@ -293,6 +293,7 @@ func (t *Topic) removeProducer(p *Producer) {
 // producer (before any delivery it causes), and offers it to every
 // subscription. It returns the entry's number.
 func (t *Topic) appendLocked(e *entry, producer string, md *pb.MessageMetadata) int64 {
+	t.replicationLocked() // geo.go: replicators see the entry
 	block, blockBytes := t.b.trimBlock, t.b.trimBlockBytes
 	if block <= 0 {
 		block = DefaultTrimBlock

@@ -197,6 +197,8 @@ type metaRecord struct {
 	// Bundles are the namespaces' bundle boundaries (their owners are not
 	// kept: a broker that starts takes them anew).
 	Bundles map[string][]uint32 `json:",omitempty"`
+	// TenantClusters are the clusters each tenant may use.
+	TenantClusters map[string][]string `json:",omitempty"`
 }
 
 // securityRecord is the authorization state: tenant admin roles and
@@ -258,6 +260,7 @@ func (m *MetadataEncoder) Encode(st *store.Store) ([]byte, error) {
 		Namespaces:         st.Registry.Namespaces,
 		NextLedger:         st.NextLedger,
 		AntiAffinityGroups: st.AntiAffinityGroups,
+		TenantClusters:     st.TenantClusters,
 	}
 	if st.Owners != nil {
 		r.Bundles = st.Owners.AllBoundaries()
@@ -307,8 +310,10 @@ func decodeMeta(v []byte, st *store.Store) error {
 	orEmpty(&r.NamespacePolicies)
 	orEmpty(&r.TopicPolicies)
 	orEmpty(&r.AntiAffinityGroups)
+	orEmpty(&r.TenantClusters)
 	st.Partitioned, st.NamespacePolicies, st.TopicPolicies = r.Partitioned, r.NamespacePolicies, r.TopicPolicies
 	st.AntiAffinityGroups = r.AntiAffinityGroups
+	st.TenantClusters = r.TenantClusters
 	st.Registry.Tenants, st.Registry.Namespaces = r.Tenants, r.Namespaces
 	if r.NextLedger > st.NextLedger {
 		st.NextLedger = r.NextLedger

@@ -1,8 +1,6 @@
 package store
 
 import (
-	"sync/atomic"
-
 	"github.com/pulsarsim/pulsarsim/bundles"
 	"github.com/pulsarsim/pulsarsim/model"
 )
@@ -10,44 +8,41 @@ import (
 // Store is one cluster's store: what its brokers share and what outlives
 // each of them, as Pulsar keeps it in its metadata store and in BookKeeper.
 type Store struct {
-	// Partitioned is the partitioned-topic metadata: base name ->
-	// partitions.
-	Partitioned map[string]int
+	// Config is what the configuration store keeps (tenants, namespaces
+	// and their policies, partitioned-topic metadata, permissions), shared
+	// with the other clusters of the same configuration store.
+	*Config
 	// Schemas are the topics' schemas by base topic name, version = index.
 	Schemas map[string][]Schema
-	// NamespacePolicies and TopicPolicies hold the policies set on a
-	// namespace and on a topic (by base name). PolicyGen counts their
-	// changes: it changes with them, and is read atomically by topics
-	// checking the policies they cached.
-	NamespacePolicies map[string]model.Policies
-	TopicPolicies     map[string]model.Policies
-	PolicyGen         atomic.Uint64
-	// Registry holds the tenants and namespaces.
-	Registry Registry
+	// TopicPolicies hold the policies set on a topic (by base name), a
+	// cluster's own as Pulsar keeps them in its system topic; Config's
+	// PolicyGen counts their changes too.
+	TopicPolicies map[string]model.Policies
 	// NextLedger is the id the next ledger gets.
 	NextLedger uint64
 	// Ledgers are the persistent topics' ledgers, by canonical name.
 	Ledgers map[string]*Ledger
 	// Owners says which broker owns which namespace bundle.
 	Owners *bundles.Table
-	// Security holds the tenant admin roles and the permissions.
-	Security Security
 	// AntiAffinityGroups are the namespaces' anti-affinity groups, kept
 	// as Pulsar keeps them in a namespace's local policies: apart from the
 	// namespace, which need not exist.
 	AntiAffinityGroups map[string]string
 }
 
-// New returns an empty store.
-func New() *Store {
+// New returns an empty store with a configuration store of its own.
+func New() *Store { return NewWithConfig(NewConfig()) }
+
+// NewWithConfig returns an empty store over the configuration store c,
+// which other stores may share.
+func NewWithConfig(c *Config) *Store {
 	return &Store{
-		Partitioned:       map[string]int{},
-		Schemas:           map[string][]Schema{},
-		NamespacePolicies: map[string]model.Policies{},
-		TopicPolicies:     map[string]model.Policies{},
-		NextLedger:        1,
-		Ledgers:           map[string]*Ledger{},
-		Owners:            bundles.NewTable(),
+		Config:        c,
+		Schemas:       map[string][]Schema{},
+		TopicPolicies: map[string]model.Policies{},
+		NextLedger:    1,
+		Ledgers:       map[string]*Ledger{},
+		Owners:        bundles.NewTable(),
 
 		AntiAffinityGroups: map[string]string{},
 	}

@@ -82,6 +82,8 @@ type clusterSpec struct {
 	// port + i.
 	tlsCfg             *tls.Config
 	tlsAddr, httpsAddr string
+	// onServing, when set, is called once every broker serves (geo.go).
+	onServing func(*broker.Cluster)
 }
 
 // serveCluster runs a cluster of spec.n brokers over one store until ctx is
@@ -203,6 +205,9 @@ func serveCluster(ctx context.Context, spec clusterSpec) error {
 		if srv != nil {
 			servers = append(servers, srv)
 		}
+	}
+	if spec.onServing != nil {
+		spec.onServing(c)
 	}
 	spec.logger.Info("pulsarsim cluster serving", "brokers", spec.n, "url", c.URL())
 	watchReachability(ctx, spec.logger, c.CutOff, c.Reconnect)

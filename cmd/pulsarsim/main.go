@@ -125,6 +125,8 @@ func run(args []string) error {
 	proxyAddr := fs.String("proxy-addr", "",
 		"with -brokers: also serve a Pulsar Proxy in front of the brokers on this address (empty: none)")
 	proxyHTTP := fs.String("proxy-http", "", "with -proxy-addr: the proxy's admin API address (empty: none)")
+	clusters := fs.String("clusters", "",
+		"cluster names, comma-separated: start one cluster of -brokers brokers per name over one configuration store (geo-replication between them), the k-th cluster's i-th broker on the -addr port + k*brokers + i and the -http port + k*brokers + i")
 	loadManager := fs.String("load-manager", "modular",
 		"loadManagerClassName: how a cluster assigns and moves bundles, modular (Pulsar's default) or extensible")
 	clusterName := fs.String("cluster-name", "standalone", "the name of the broker's cluster (clusterName)")
@@ -217,6 +219,17 @@ func run(args []string) error {
 		broker.WithHandshakeTimeout(*handshakeTimeout),
 		broker.WithWriteBufferWaterMarks(*writeLow, *writeHigh),
 	}, secOpts...)
+	if *clusters != "" {
+		names, err := parseClusters(*clusters)
+		if err != nil {
+			return err
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return serveClusters(ctx, names, clusterSpec{n: *brokers, addr: *addr, httpAddr: *httpAddr, opts: opts,
+			withView: *serveView, viewHistory: *viewHistory, logger: logger, wrap: sec.httpHandler,
+			proxyAddr: *proxyAddr, proxyHTTP: *proxyHTTP, tlsCfg: tlsCfg, tlsAddr: *sec.tlsAddr, httpsAddr: *sec.httpsAddr})
+	}
 	if *brokers > 1 {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
