@@ -32,7 +32,7 @@ func geoContext(t *testing.T) context.Context {
 	return ctx
 }
 
-func subscribe(t *testing.T, cl pulsar.Client, topic, sub string, replicated bool) pulsar.Consumer {
+func geoSubscribe(t *testing.T, cl pulsar.Client, topic, sub string, replicated bool) pulsar.Consumer {
 	t.Helper()
 	c, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: sub,
 		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest, ReplicateSubscriptionState: replicated})
@@ -63,7 +63,7 @@ func TestGeoMessageProducedOnAIsConsumedOnBWithReplicatedFrom(t *testing.T) {
 	g := startGeo(t)
 	ctx := geoContext(t)
 	topic := "persistent://public/geo/orders"
-	onB := subscribe(t, g.Cluster("b").Client(), topic, "s", false)
+	onB := geoSubscribe(t, g.Cluster("b").Client(), topic, "s", false)
 	p := producer(t, g.Cluster("a").Client(), topic)
 	id, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("hello"), Key: "k1",
 		Properties: map[string]string{"region": "eu"}})
@@ -111,7 +111,7 @@ func TestGeoDisableReplicationKeepsTheMessageLocal(t *testing.T) {
 	g := startGeo(t)
 	ctx := geoContext(t)
 	topic := "persistent://public/geo/local-only"
-	onB := subscribe(t, g.Cluster("b").Client(), topic, "s", false)
+	onB := geoSubscribe(t, g.Cluster("b").Client(), topic, "s", false)
 	p := producer(t, g.Cluster("a").Client(), topic)
 	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("stay"), DisableReplication: true}); err != nil {
 		t.Fatal(err)
@@ -140,8 +140,8 @@ func TestGeoReplicationClustersOfAMessageChooseWhereItGoes(t *testing.T) {
 	g.Replicate("public/geo", "a", "b", "c")
 	ctx := geoContext(t)
 	topic := "persistent://public/geo/chosen"
-	subscribe(t, g.Cluster("b").Client(), topic, "s", false)
-	subscribe(t, g.Cluster("c").Client(), topic, "s", false)
+	geoSubscribe(t, g.Cluster("b").Client(), topic, "s", false)
+	geoSubscribe(t, g.Cluster("c").Client(), topic, "s", false)
 	p := producer(t, g.Cluster("a").Client(), topic)
 	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("to c"), ReplicationClusters: []string{"c"}}); err != nil {
 		t.Fatal(err)
@@ -161,8 +161,8 @@ func TestGeoReplicatedSubscriptionAcksOnAMoveItsPositionOnB(t *testing.T) {
 	topic := "persistent://public/geo/replicated-sub"
 	// The subscription exists on both clusters, replicated; b's consumer
 	// goes away, so only the snapshots move b's position.
-	subscribe(t, g.Cluster("b").Client(), topic, "sub", true).Close()
-	onA := subscribe(t, g.Cluster("a").Client(), topic, "sub", true)
+	geoSubscribe(t, g.Cluster("b").Client(), topic, "sub", true).Close()
+	onA := geoSubscribe(t, g.Cluster("a").Client(), topic, "sub", true)
 	p := producer(t, g.Cluster("a").Client(), topic)
 	for i := range 5 {
 		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "m%d", i)}); err != nil {
@@ -192,7 +192,7 @@ func TestGeoReplicatedSubscriptionAcksOnAMoveItsPositionOnB(t *testing.T) {
 		return b.Sub(topic, "sub").MarkDelete.Entry >= last
 	})
 	// Markers never reach consumers: b's consumer finds nothing to read.
-	onB := subscribe(t, g.Cluster("b").Client(), topic, "sub", true)
+	onB := geoSubscribe(t, g.Cluster("b").Client(), topic, "sub", true)
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	if m, err := onB.Receive(short); err == nil {
@@ -211,7 +211,7 @@ func TestGeoBacklogGrowsWhileBIsDownAndDrainsOnceBackNothingLostNothingDuplicate
 	g := startGeo(t)
 	ctx := geoContext(t)
 	topic := "persistent://public/geo/outage"
-	subscribe(t, g.Cluster("b").Client(), topic, "s", false).Close()
+	geoSubscribe(t, g.Cluster("b").Client(), topic, "s", false).Close()
 	p := producer(t, g.Cluster("a").Client(), topic)
 	send := func(from, to int) {
 		for i := from; i < to; i++ {
@@ -230,7 +230,7 @@ func TestGeoBacklogGrowsWhileBIsDownAndDrainsOnceBackNothingLostNothingDuplicate
 	})
 	g.Cluster("b").Start(0)
 	g.WaitReplicated(ctx, "a", topic)
-	onB := subscribe(t, g.Cluster("b").Client(), topic, "s", false)
+	onB := geoSubscribe(t, g.Cluster("b").Client(), topic, "s", false)
 	for i := range 15 {
 		m, err := onB.Receive(ctx)
 		if err != nil {
@@ -253,7 +253,7 @@ func TestGeoPartitionedTopicReplicatesEachPartition(t *testing.T) {
 	// Partitioned-topic metadata lives in the configuration store: created
 	// on a, b has the partitions too.
 	g.Cluster("a").Broker(0).CreatePartitionedTopic(topic, 3)
-	onB := subscribe(t, g.Cluster("b").Client(), topic, "s", false)
+	onB := geoSubscribe(t, g.Cluster("b").Client(), topic, "s", false)
 	p := producer(t, g.Cluster("a").Client(), topic)
 	for i := range 9 {
 		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "m%d", i), Key: fmt.Sprint(i)}); err != nil {
@@ -410,7 +410,7 @@ func TestGeoReplicationWaitsOutAPartitionAndCatchesUp(t *testing.T) {
 	g := startGeo(t)
 	ctx := geoContext(t)
 	topic := "persistent://public/geo/partition"
-	onB := subscribe(t, g.Cluster("b").Client(), topic, "s", false)
+	onB := geoSubscribe(t, g.Cluster("b").Client(), topic, "s", false)
 	p := producer(t, g.Cluster("a").Client(), topic)
 	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("m0")}); err != nil {
 		t.Fatal(err)
