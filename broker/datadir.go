@@ -27,7 +27,9 @@ import (
 //     unloaded or the broker stops;
 //   - the metadata (tenants, namespaces, policies, partitioned topics,
 //     schemas, permissions) whenever the broker lock or the security lock
-//     is released after a change of it.
+//     is released after a change of it;
+//   - the cluster metadata and the dynamic configuration whenever their
+//     lock is released after a change of them (datadirmeta.go).
 // A broker started on the directory again loads the store from it.
 
 // WithDataDir keeps the store in directory dir: a broker (or cluster)
@@ -45,9 +47,10 @@ func WithDataSync(s durable.Sync) Option {
 	return func(c *config) { c.dataSync = s }
 }
 
-// storeLock is the broker lock (and the security lock): a mutex that, with
-// a data directory, queues the store's metadata when it changed before it
-// is released, so that changes reach the disk in the order they were made.
+// storeLock is the broker lock (and the security lock, and the cluster
+// metadata's): a mutex that, with a data directory, queues what it guards
+// when it changed before it is released, so that changes reach the disk in
+// the order they were made.
 type storeLock struct {
 	sync.Mutex
 	// save, when set, runs under the lock as it is released.
@@ -73,6 +76,9 @@ func (s *shared) openDataDir(cfg config) {
 	rec, err := d.Load(s.data, func(l *store.Log, e *store.Entry) {
 		l.Append(e, DefaultTrimBlock, DefaultTrimBlockBytes, func() int64 { return now().UnixMilli() })
 	})
+	if err == nil {
+		err = s.keepClusterMeta(d)
+	}
 	if err != nil {
 		d.Close()
 		s.diskErr = err

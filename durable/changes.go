@@ -142,3 +142,16 @@ func (d *Disk) PutMetadata(v []byte) {
 func (d *Disk) PutSecurity(v []byte) {
 	d.enqueue(op{apply: func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySecurity, v) }})
 }
+
+// PutRecord queues a record of the broker's own under name: what it keeps
+// beside the store, encoded as it pleases (the cluster metadata, the
+// transactions). It is sealed with a checksum.
+func (d *Disk) PutRecord(name string, body []byte) {
+	v := seal(body)
+	d.enqueue(op{apply: func(tx *bolt.Tx) error { return tx.Bucket(bucketRecords).Put([]byte(name), v) }})
+}
+
+// DeleteRecord queues the deletion of the record under name.
+func (d *Disk) DeleteRecord(name string) {
+	d.enqueue(op{apply: func(tx *bolt.Tx) error { return tx.Bucket(bucketRecords).Delete([]byte(name)) }})
+}
