@@ -1,6 +1,8 @@
 package durable
 
 import (
+	"strings"
+
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/pulsarsim/pulsarsim/store"
@@ -154,4 +156,18 @@ func (d *Disk) PutRecord(name string, body []byte) {
 // DeleteRecord queues the deletion of the record under name.
 func (d *Disk) DeleteRecord(name string) {
 	d.enqueue(op{apply: func(tx *bolt.Tx) error { return tx.Bucket(bucketRecords).Delete([]byte(name)) }})
+}
+
+// DeleteRecords queues the deletion of every record whose name begins with
+// prefix.
+func (d *Disk) DeleteRecords(prefix string) {
+	d.enqueue(op{apply: func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketRecords).Cursor()
+		for k, _ := c.Seek([]byte(prefix)); k != nil && strings.HasPrefix(string(k), prefix); k, _ = c.Seek([]byte(prefix)) {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}})
 }
