@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 )
 
 // The metadata a Pulsar cluster keeps in its configuration store beside
@@ -114,7 +113,9 @@ var DefaultResourceQuota = ResourceQuota{MsgRateIn: 40, MsgRateOut: 120, Bandwid
 
 // clusterMeta is the cluster metadata of a configuration store.
 type clusterMeta struct {
-	mu sync.Mutex
+	// mu queues the metadata into the data directory as it is released
+	// after a change (datadirmeta.go), as the broker lock queues the store's.
+	mu storeLock
 	// clusters are the clusters that exist, by name: the broker's own
 	// (Initial until written, unless deleted) and those created.
 	clusters map[string]ClusterData

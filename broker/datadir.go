@@ -27,7 +27,12 @@ import (
 //     unloaded or the broker stops;
 //   - the metadata (tenants, namespaces, policies, partitioned topics,
 //     schemas, permissions) whenever the broker lock or the security lock
-//     is released after a change of it.
+//     is released after a change of it;
+//   - the cluster metadata and the dynamic configuration whenever their
+//     lock is released after a change of them (datadirmeta.go);
+//   - each transaction as its coordinator changes it, and each
+//     subscription's pending acknowledgements as they change
+//     (datadirtxn.go).
 // A broker started on the directory again loads the store from it.
 
 // WithDataDir keeps the store in directory dir: a broker (or cluster)
@@ -45,9 +50,10 @@ func WithDataSync(s durable.Sync) Option {
 	return func(c *config) { c.dataSync = s }
 }
 
-// storeLock is the broker lock (and the security lock): a mutex that, with
-// a data directory, queues the store's metadata when it changed before it
-// is released, so that changes reach the disk in the order they were made.
+// storeLock is the broker lock (and the security lock, and the cluster
+// metadata's): a mutex that, with a data directory, queues what it guards
+// when it changed before it is released, so that changes reach the disk in
+// the order they were made.
 type storeLock struct {
 	sync.Mutex
 	// save, when set, runs under the lock as it is released.
@@ -73,13 +79,18 @@ func (s *shared) openDataDir(cfg config) {
 	rec, err := d.Load(s.data, func(l *store.Log, e *store.Entry) {
 		l.Append(e, DefaultTrimBlock, DefaultTrimBlockBytes, func() int64 { return now().UnixMilli() })
 	})
+	if err == nil {
+		err = s.keepClusterMeta(d)
+	}
+	if err == nil {
+		err = s.loadTransactions(d, cfg.maxActiveTxns)
+	}
 	if err != nil {
 		d.Close()
 		s.diskErr = err
 		return
 	}
 	replayDedup(s.data)
-	replayTransactions(s.data)
 	s.disk, s.restored = d, rec.Metadata
 	var lastMeta, lastSec []byte
 	var enc durable.MetadataEncoder
@@ -194,6 +205,7 @@ func (s *Subscription) saveCursorLocked() {
 func (t *Topic) forgetSubscriptionLocked(s *Subscription) {
 	if d := t.b.disk; d != nil && s.durable && t.name.Persistent {
 		d.DeleteCursor(t.full, s.name)
+		t.forgetPendingLocked(s)
 	}
 }
 
@@ -299,10 +311,11 @@ func (b *Broker) WaitDurable() error {
 // replayTransactions rebuilds each ledger's transaction buffer from its
 // entries, as Pulsar's transaction buffer recovers by reading its topic:
 // a transaction with messages is open until its marker, and a marker
-// commits or aborts it. The coordinators are not kept (a new broker knows
-// no transaction), so a transaction still open in the log is aborted here,
-// as its coordinator's timeout would abort it: its messages stay hidden.
-func replayTransactions(st *store.Store) {
+// commits or aborts it. A transaction still open in the log stays open when
+// its coordinator recovered it (open reports it, datadirtxn.go); any other
+// is aborted here, as its coordinator's low water mark would abort it: its
+// messages stay hidden.
+func replayTransactions(st *store.Store, open func(txn.ID) bool) {
 	for _, l := range st.Ledgers {
 		var buf *txn.Buffer
 		for i, e := range l.Log.Entries {
@@ -324,7 +337,9 @@ func replayTransactions(st *store.Store) {
 			continue
 		}
 		for _, id := range buf.Ongoing() {
-			buf.End(id, false, -1)
+			if !open(id) {
+				buf.End(id, false, -1)
+			}
 		}
 		l.Buf = buf
 	}

@@ -132,11 +132,13 @@
 // failure domains, isolation policies, resource quotas, dynamic settings;
 // one per cluster, in the shared value) is a leaf: taken alone, or under
 // the broker lock (a topic created on first use reads the dynamic
-// settings), and nothing is taken under it.
+// settings), and nothing is taken under it but a data directory's queue
+// lock, as it is released.
 //
 // A data directory's queue lock (durable.Disk's, datadir.go) is a leaf:
 // taken under a topic lock, the broker lock (as it is released, to queue
-// the metadata) or the security lock to queue a change, or alone; the
+// the metadata), the security lock, the cluster metadata's lock or the
+// transaction coordinators' lock to queue a change, or alone; the
 // directory's goroutine takes nothing else with it, and runs the callbacks
 // of its barriers (a SEND_RECEIPT once its entry is durable) with no lock
 // held, which take a connection's write buffer lock.
@@ -155,7 +157,7 @@
 // cluster, in the shared value) is a leaf:
 // taken alone, under a topic lock (to record what a transaction produced or
 // acknowledged) or under the timers' run lock, and nothing is taken under
-// it. Ending a transaction takes it, releases it, then takes the topic locks
+// it but a data directory's queue lock (datadirtxn.go). Ending a transaction takes it, releases it, then takes the topic locks
 // of its topics one at a time.
 //
 // Faults and holds have locks of their own, never taken under a topic lock:

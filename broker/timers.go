@@ -124,6 +124,7 @@ func (b *Broker) startTimers() {
 	}
 	b.wg.Add(1)
 	go b.timerLoop()
+	b.resumeTxnEnds()
 }
 
 // timerLoop sleeps until the earliest timer is due by the broker clock (or a

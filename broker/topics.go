@@ -147,6 +147,7 @@ func (b *Broker) removeTopic(t *Topic) {
 	delete(b.data.Ledgers, t.full)
 	if b.disk != nil && t.name.Persistent {
 		b.disk.DeleteLedger(t.full)
+		b.forgetTopicPending(t.full)
 	}
 	if t.name.Partition < 0 {
 		b.forgetTopicLocked(t.name)

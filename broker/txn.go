@@ -60,6 +60,10 @@ type transactions struct {
 	// the history bound.
 	records map[txn.ID]*txnRecord
 	ended   []txn.ID
+	// resume are the transactions a data directory kept while they were
+	// being committed or aborted, for the broker to end again
+	// (datadirtxn.go).
+	resume []txn.Txn
 }
 
 // txnRecord is what the broker remembers of a transaction.
@@ -114,6 +118,7 @@ func (b *Broker) connectCoordinator(tc uint64) {
 	defer b.txns.mu.Unlock()
 	if b.txns.coords[tc] == nil {
 		b.txns.coords[tc] = txn.NewCoordinator(tc, b.cfg.maxActiveTxns)
+		b.saveCoordinatorLocked(b.txns.coords[tc])
 	}
 }
 
@@ -131,6 +136,8 @@ func (b *Broker) beginTxn(tc uint64, timeoutMs int64, owner string) (txn.ID, err
 	if err == nil {
 		b.txns.records[id] = &txnRecord{id: id, status: txn.Open, owner: owner, opened: now,
 			timeout: time.Duration(timeoutMs) * time.Millisecond}
+		b.saveCoordinatorLocked(c)
+		b.saveTxnLocked(c, id)
 	}
 	b.txns.mu.Unlock()
 	if err != nil {
@@ -172,6 +179,7 @@ func (b *Broker) addPartitions(id txn.ID, role string, partitions []string) erro
 		if err := c.AddProduced(id, partitions); err != nil {
 			return err
 		}
+		b.saveTxnLocked(c, id)
 		if r != nil {
 			t, _ := c.Get(id)
 			r.partitions = t.Produced
@@ -187,6 +195,7 @@ func (b *Broker) addSubscriptions(id txn.ID, role string, subs []txn.Subscriptio
 		if err := c.AddAcked(id, subs); err != nil {
 			return err
 		}
+		b.saveTxnLocked(c, id)
 		if r != nil {
 			t, _ := c.Get(id)
 			r.subs = t.Acked
@@ -218,6 +227,9 @@ func (b *Broker) endTxn(id txn.ID, commit, timeout bool, role string, check bool
 	if r := b.txns.records[id]; err == nil && r != nil {
 		r.status, r.timedOut = t.Status, t.TimedOut
 	}
+	if err == nil {
+		b.saveTxnLocked(c, id)
+	}
 	b.txns.mu.Unlock()
 	if err != nil {
 		return err
@@ -230,6 +242,9 @@ func (b *Broker) endTxn(id txn.ID, commit, timeout bool, role string, check bool
 	}
 	b.txns.mu.Lock()
 	final, ok := c.FinishEnd(id)
+	if ok {
+		b.saveTxnLocked(c, id)
+	}
 	if r := b.txns.records[id]; ok && r != nil {
 		r.status, r.ended = final.Status, b.cfg.clock.Now()
 		b.txns.ended = append(b.txns.ended, id)

@@ -54,6 +54,7 @@ func (s *Subscription) txnAckLocked(cs *Consumer, a *pb.CommandAck) error {
 			return err
 		}
 		s.noteTxnAckLocked(cs, id, n, true)
+		s.savePendingLocked()
 		return nil
 	}
 	var acks []txn.Ack
@@ -72,6 +73,9 @@ func (s *Subscription) txnAckLocked(cs *Consumer, a *pb.CommandAck) error {
 		acks = append(acks, txn.Ack{Entry: n, AckSet: set, BatchSize: int(mid.GetBatchSize())})
 	}
 	err := s.pendingAcks().AckIndividual(id, acks, s.cur)
+	if err == nil {
+		s.savePendingLocked()
+	}
 	for _, ack := range acks {
 		if err == nil {
 			s.noteTxnAckLocked(cs, id, ack.Entry, false)
@@ -151,6 +155,7 @@ func (b *Broker) endOnSubscription(topic, sub string, id txn.ID, commit bool, lo
 			s.giveBackLocked(next, s.pending.Abort(next), false)
 		}
 	}
+	s.savePendingLocked()
 	s.dispatchLocked()
 }
 

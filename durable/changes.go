@@ -1,6 +1,8 @@
 package durable
 
 import (
+	"strings"
+
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/pulsarsim/pulsarsim/store"
@@ -141,4 +143,31 @@ func (d *Disk) PutMetadata(v []byte) {
 // PutSecurity queues the authorization state, as EncodeSecurity encoded it.
 func (d *Disk) PutSecurity(v []byte) {
 	d.enqueue(op{apply: func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySecurity, v) }})
+}
+
+// PutRecord queues a record of the broker's own under name: what it keeps
+// beside the store, encoded as it pleases (the cluster metadata, the
+// transactions). It is sealed with a checksum.
+func (d *Disk) PutRecord(name string, body []byte) {
+	v := seal(body)
+	d.enqueue(op{apply: func(tx *bolt.Tx) error { return tx.Bucket(bucketRecords).Put([]byte(name), v) }})
+}
+
+// DeleteRecord queues the deletion of the record under name.
+func (d *Disk) DeleteRecord(name string) {
+	d.enqueue(op{apply: func(tx *bolt.Tx) error { return tx.Bucket(bucketRecords).Delete([]byte(name)) }})
+}
+
+// DeleteRecords queues the deletion of every record whose name begins with
+// prefix.
+func (d *Disk) DeleteRecords(prefix string) {
+	d.enqueue(op{apply: func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketRecords).Cursor()
+		for k, _ := c.Seek([]byte(prefix)); k != nil && strings.HasPrefix(string(k), prefix); k, _ = c.Seek([]byte(prefix)) {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}})
 }

@@ -6,7 +6,9 @@
 // managed ledger's properties (termination, the exclusive producers' epoch,
 // the producers' last sequence ids, the compacted view), and the metadata
 // (tenants, namespaces, policies, partitioned-topic metadata, schemas,
-// permissions).
+// permissions); beside them, records the broker encodes itself (PutRecord:
+// the cluster metadata and dynamic configuration, the transaction
+// coordinators' logs, the subscriptions' pending-ack stores).
 //
 // The directory holds one bbolt database (a copy-on-write B+tree whose
 // commits are atomic). A Disk writes in the background: a broker queues each

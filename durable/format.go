@@ -25,12 +25,13 @@ var (
 	bucketLogs    = []byte("logs")    // topic: logRecord, what was freed
 	bucketEntries = []byte("entries") // topic / entry id (8 bytes, big endian): entry
 	bucketCursors = []byte("cursors") // topic / subscription: cursorRecord
+	bucketRecords = []byte("records") // name: a record of the broker's own (PutRecord)
 	keyStore      = []byte("store")
 	keySecurity   = []byte("security") // in meta: the securityRecord
 )
 
 func createBuckets(tx *bolt.Tx) error {
-	for _, b := range [][]byte{bucketMeta, bucketLedgers, bucketLogs, bucketEntries, bucketCursors} {
+	for _, b := range [][]byte{bucketMeta, bucketLedgers, bucketLogs, bucketEntries, bucketCursors, bucketRecords} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package durable
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -133,4 +134,23 @@ func loadEntries(tx *bolt.Tx, topic []byte, log *store.Log, appendEntry Appender
 		cut++
 	}
 	return cut, nil
+}
+
+// Records returns the bodies of the records PutRecord wrote whose names
+// begin with prefix, by name. A record that does not check out is an
+// error: it was committed whole or not at all.
+func (d *Disk) Records(prefix string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := d.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketRecords).Cursor()
+		for k, v := c.Seek([]byte(prefix)); k != nil && strings.HasPrefix(string(k), prefix); k, v = c.Next() {
+			body, err := unseal(v)
+			if err != nil {
+				return fmt.Errorf("durable: record %s: %w", k, err)
+			}
+			out[string(k)] = append([]byte(nil), body...)
+		}
+		return nil
+	})
+	return out, err
 }

@@ -68,12 +68,18 @@ func (c *Coordinator) Begin(now, timeout int64, owner string) (ID, error) {
 	id := ID{Most: c.tc, Least: seq}
 	c.active[seq] = &Txn{ID: id, Status: Open, Owner: owner, OpenedAt: now, Timeout: timeout}
 	c.order = append(c.order, seq)
-	due := now + timeout + 1 // the tracker aborts once the deadline has passed
-	if timeout < TimeoutTick {
-		due = now
-	}
-	heap.Push(&c.deadlines, deadline{at: due, seq: seq})
+	heap.Push(&c.deadlines, deadline{at: dueAt(now, timeout), seq: seq})
 	return id, nil
+}
+
+// dueAt is when the timeout tracker aborts a transaction opened at opened
+// (ms) with timeout: once the deadline has passed, at once for a timeout
+// below the tick.
+func dueAt(opened, timeout int64) int64 {
+	if timeout < TimeoutTick {
+		return opened
+	}
+	return opened + timeout + 1
 }
 
 // lookup returns the active transaction with this id.

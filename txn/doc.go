@@ -11,7 +11,9 @@
 // that ends transactions (TransactionMetadataStoreService), Buffer the topic
 // transaction buffer (TopicTransactionBuffer), PendingAcks the pending-ack
 // handle (PendingAckHandleImpl). Errors carry the Pulsar error kind and
-// Pulsar 4.0.8's wording.
+// Pulsar 4.0.8's wording. A coordinator and pending acknowledgements can be
+// restored from what their logs keep (RestoreCoordinator, PendingAcks.State
+// and RestorePendingAcks), as a broker recovers them from its data.
 //
 // The package is pure: no goroutines, no clock (time is an argument, in
 // milliseconds), no sockets, and nothing of it is safe for concurrent use.
