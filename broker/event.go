@@ -73,7 +73,10 @@ type Event struct {
 	Time time.Time // broker clock
 	// Broker is the index, in its cluster, of the broker that reported the
 	// event (0 for a lone broker).
-	Broker       int
+	Broker int
+	// Cluster is the name of the broker's cluster (WithClusterName), so
+	// that one hook can follow the brokers of several clusters.
+	Cluster      string
 	Kind         EventKind
 	Topic        string
 	Subscription string
@@ -146,7 +149,7 @@ func (b *Broker) emitAlone(ev Event) {
 	if !b.tracing() {
 		return
 	}
-	ev.Broker = b.node
+	ev.Broker, ev.Cluster = b.node, b.cfg.clusterName
 	b.events.push(ev, b.cfg.clock.Now())
 	b.events.flush(false)
 }
@@ -161,7 +164,7 @@ func (b *Broker) emit(ev Event) {
 	if !b.tracing() {
 		return
 	}
-	ev.Broker = b.node
+	ev.Broker, ev.Cluster = b.node, b.cfg.clusterName
 	b.events.push(ev, b.cfg.clock.Now())
 }
 

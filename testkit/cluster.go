@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -48,8 +49,11 @@ type Cluster struct {
 	stops    []func() // stop each broker's admin API
 	webs     []string // each broker's admin listener address, kept across restarts
 	// history records every broker's events, of every run: what the
-	// brokers' web views and the cluster's reports read.
+	// brokers' web views and the cluster's reports read. It is shared
+	// with the other clusters of StartClusters (shared), so that the views
+	// show a message's copies on each.
 	history *view.History
+	shared  bool
 }
 
 // StartCluster starts n brokers on 127.0.0.1 and free ports, each with its
@@ -76,8 +80,11 @@ func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 	clock := &broker.OffsetClock{}
 	brokerOpts := append([]broker.Option{broker.WithClock(clock)}, secOpts...)
 	srv := broker.NewCluster(n, append(brokerOpts, set.broker...)...)
-	c := &Cluster{srv: srv, tb: tb, clock: clock, history: view.NewHistory(0), secret: secret,
+	c := &Cluster{srv: srv, tb: tb, clock: clock, history: set.history, shared: set.history != nil, secret: secret,
 		superUsers: set.sec.superUsers}
+	if c.history == nil {
+		c.history = view.NewHistory(0)
+	}
 	if err := srv.Listen(); err != nil {
 		srv.Close()
 		tb.Fatalf("pulsarsim: start cluster: %v", err)
@@ -113,7 +120,7 @@ func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 				stop()
 			}
 		}
-		if tb.Failed() {
+		if tb.Failed() && !c.shared { // StartClusters writes the reports of its clusters
 			reportFailure(tb, func(path string) error {
 				return c.writeReport(path, fmt.Sprintf("%s failed. These are the lives of its busiest messages, as the cluster's brokers saw them.", tb.Name()), true)
 			})
@@ -132,7 +139,12 @@ func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 // broker's own Seq.
 func (c *Cluster) Events() []Event {
 	c.history.Deliver()
-	return c.history.Events()
+	events := c.history.Events()
+	if c.shared {
+		name := c.srv.Broker(0).ClusterName()
+		events = slices.DeleteFunc(events, func(e Event) bool { return e.Cluster != name })
+	}
+	return events
 }
 
 // Timeline draws the life of one message as the cluster's brokers saw it,
@@ -172,7 +184,10 @@ func (c *Cluster) WriteReport(path string) {
 }
 
 func (c *Cluster) writeReport(path, note string, failed bool) error {
-	rep := view.NewClusterReport(c.srv.Brokers(), c.Events(), reportSize)
+	c.history.Deliver()
+	// Every cluster's events, when the history is shared: the lives then
+	// show each message's copies on the other clusters.
+	rep := view.NewClusterReport(c.srv.Brokers(), c.history.Events(), reportSize)
 	rep.Title = c.tb.Name()
 	rep.Note, rep.Failed = note, failed
 	rep.History = c.history.Stats()

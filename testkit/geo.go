@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pulsarsim/pulsarsim/admin/view"
 	"github.com/pulsarsim/pulsarsim/broker"
 )
 
@@ -23,6 +24,11 @@ type Clusters struct {
 	cs     *broker.ConfigStore
 	names  []string
 	byName map[string]*Cluster
+	// history records the events of every broker of every cluster (each
+	// naming its cluster): what each broker's web view and each cluster's
+	// report read, so that a message's life shows its copies on the other
+	// clusters.
+	history *view.History
 }
 
 // ReplicatorStats is one replicator's state (Clusters.Replicators).
@@ -33,13 +39,18 @@ type ReplicatorStats = broker.ReplicatorStats
 // cluster's metadata (its serviceUrl and brokerServiceUrl) is written in
 // the configuration store, and the public tenant may use every cluster.
 // Replication starts once a namespace names several clusters (Replicate).
+// The clusters record their events in one history: the web view of any of
+// their brokers (ViewURL), and each cluster's report (WriteReport, and a
+// failing test's), draw a message's life with its copies on the other
+// clusters, while each cluster's Events are still its own.
 func StartClusters(tb testing.TB, names []string, brokersEach int, opts ...Option) *Clusters {
 	tb.Helper()
 	cs := broker.NewConfigStore()
-	g := &Clusters{tb: tb, cs: cs, names: slices.Clone(names), byName: map[string]*Cluster{}}
+	g := &Clusters{tb: tb, cs: cs, names: slices.Clone(names), byName: map[string]*Cluster{}, history: view.NewHistory(0)}
+	shared := func(s *settings) { s.history = g.history }
 	for _, name := range names {
 		c := StartCluster(tb, brokersEach, append(slices.Clone(opts),
-			WithBroker(broker.WithClusterName(name), broker.WithConfigStore(cs)))...)
+			WithBroker(broker.WithClusterName(name), broker.WithConfigStore(cs)), shared)...)
 		g.byName[name] = c
 		b := c.srv.Broker(0)
 		err := b.UpdateCluster(name, broker.ClusterData{Fields: map[string]any{
@@ -52,6 +63,18 @@ func StartClusters(tb testing.TB, names []string, brokersEach int, opts ...Optio
 	if err := g.any().SetTenantAllowedClusters("public", names); err != nil {
 		tb.Fatalf("pulsarsim: allowed clusters of public: %v", err)
 	}
+	tb.Cleanup(func() {
+		if !tb.Failed() {
+			return
+		}
+		// Before the clusters close (cleanups run last first): the report
+		// of each, named after it, from one cleanup.
+		for _, name := range g.names {
+			c := g.byName[name]
+			note := fmt.Sprintf("%s failed. These are the lives of its busiest messages, as the brokers of every cluster saw them; the topics are those of cluster %s.", tb.Name(), name)
+			reportFailureAs(tb, "."+name, func(path string) error { return c.writeReport(path, note, true) })
+		}
+	})
 	return g
 }
 

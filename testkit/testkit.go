@@ -85,6 +85,9 @@ type settings struct {
 	broker     []broker.Option
 	sec        securitySettings
 	invariants bool // WithInvariants
+	// history, when set, is the history a cluster records its events in
+	// (StartClusters gives its clusters one).
+	history *view.History
 }
 
 // WithBroker passes options to the broker itself, such as

@@ -26,7 +26,9 @@ const reportSize = 12
 // subscriptions, consumers and pending entries, and a picture of any
 // message's life. It is served from the first call until the test ends. A
 // broker of a cluster shows the events of the whole cluster (Cluster's
-// history), each named by its broker, and the topics' moves between them.
+// history), each named by its broker, and the topics' moves between them;
+// a broker of StartClusters' clusters shows the events of every cluster, so
+// that a message's page draws its copies on the other clusters.
 func (b *Broker) ViewURL() string {
 	b.tb.Helper()
 	return b.AdminURL() + "/view/"
@@ -97,7 +99,13 @@ func (b *Broker) reportFailure() {
 
 // reportFailure writes a failing test's report with write, to the report
 // folder, and logs where it is.
-func reportFailure(tb testing.TB, write func(path string) error) {
+func reportFailure(tb testing.TB, write func(path string) error) { reportFailureAs(tb, "", write) }
+
+// reportFailureAs is reportFailure for one of several reports of a test,
+// whose file name ends with suffix. The reports of one test are written
+// from one cleanup: the test's artifact folder goes at the end of the
+// cleanup that first asks for it.
+func reportFailureAs(tb testing.TB, suffix string, write func(path string) error) {
 	dir, kept := os.Getenv(ReportDirEnv), true
 	if dir == "" {
 		dir = tb.ArtifactDir()
@@ -107,7 +115,7 @@ func reportFailure(tb testing.TB, write func(path string) error) {
 		tb.Logf("pulsarsim: no report: %v", err)
 		return
 	}
-	name := strings.NewReplacer("/", "__", "\\", "_", ":", "_", " ", "_").Replace(tb.Name())
+	name := strings.NewReplacer("/", "__", "\\", "_", ":", "_", " ", "_").Replace(tb.Name() + suffix)
 	path := filepath.Join(dir, name+".html")
 	if err := write(path); err != nil {
 		tb.Logf("pulsarsim: no report: %v", err)

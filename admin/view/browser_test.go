@@ -237,3 +237,47 @@ func TestBrowserDrawsATopicsMovesBetweenTheBrokersOfACluster(t *testing.T) {
 	}
 	save(ctx, t, p, "view-cluster-message.png", 620)
 }
+
+func TestBrowserDrawsAMessagesCopyOnAnotherClusterWithItsDeliveries(t *testing.T) {
+	br := chromium.ForTest(t)
+	run := runGeo(t)
+	ctx := ctxFor(t)
+	p := page(ctx, t, br)
+	open(ctx, t, p, messageURL(run.g.Cluster("a").Broker(0).ViewURL(), geoTopic, idText(run.original)))
+	// From b's own events: the deliveries of the copy, per consumer.
+	want := map[string][]int32{}
+	for _, e := range run.g.Cluster("b").Events() {
+		if e.Kind == broker.EventDelivered && e.Topic == geoTopic && e.ID.Ledger == run.cp.Ledger && e.ID.Entry == run.cp.Entry {
+			want[e.Consumer] = append(want[e.Consumer], e.RedeliveryCount)
+		}
+	}
+	got := map[string][]int32{}
+	eval(ctx, t, p, `Object.fromEntries([...document.querySelectorAll('svg.life g.lane[data-cluster="b"]')].map(g =>
+		[g.dataset.consumer, [...g.querySelectorAll('.mark[data-kind="delivered"][data-cluster="b"]')].map(m => +m.dataset.count)]))`, &got)
+	if diff := cmp.Diff(want, got); diff != "" || len(want) != 1 {
+		t.Errorf("the copy's lanes on b (-b's events +page):\n%s", diff)
+	}
+	var copyID string
+	eval(ctx, t, p, `document.querySelector('svg.life g.replica[data-cluster="b"]').dataset.copy`, &copyID)
+	if copyID != idText(run.cp) {
+		t.Errorf("the picture's copy on b is %s, b's consumer got %s", copyID, idText(run.cp))
+	}
+	var where []string
+	eval(ctx, t, p, `[...document.querySelectorAll('table.marks td.where')].map(td => td.textContent)`, &where)
+	places := map[string]int{}
+	for _, w := range where {
+		places[w]++
+	}
+	// On each cluster its publish, a delivery and an ack.
+	if diff := cmp.Diff(map[string]int{"cluster a": 3, "cluster b": 3}, places); diff != "" {
+		t.Errorf("the marks' places (-want +page):\n%s", diff)
+	}
+	// The rows' labels stay inside the picture.
+	var inside bool
+	eval(ctx, t, p, `(() => { const svg = document.querySelector('svg.life').getBoundingClientRect();
+		return [...document.querySelectorAll('svg.life text.label')].every(l => { const r = l.getBoundingClientRect(); return r.left >= svg.left && r.right <= svg.right && r.bottom <= svg.bottom; }); })()`, &inside)
+	if !inside {
+		t.Error("a row's label runs out of the picture")
+	}
+	save(ctx, t, p, "view-geo-message.png", 620)
+}

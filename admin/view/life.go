@@ -16,13 +16,38 @@ import (
 type Key struct {
 	Topic         string
 	Ledger, Entry int64
+	// Cluster is "" for an entry of the store's own cluster, and names the
+	// cluster of an entry of another, in the events of several clusters
+	// (see Store): each cluster numbers its ledgers on its own.
+	Cluster string
 }
 
-// String formats the key as "ledger:entry on topic".
-func (k Key) String() string { return fmt.Sprintf("%d:%d on %s", k.Ledger, k.Entry, k.Topic) }
+// String formats the key as "ledger:entry on topic", followed by "on
+// cluster c" for another cluster's entry.
+func (k Key) String() string {
+	if k.Cluster != "" {
+		return fmt.Sprintf("%d:%d on %s on cluster %s", k.Ledger, k.Entry, k.Topic, k.Cluster)
+	}
+	return fmt.Sprintf("%d:%d on %s", k.Ledger, k.Entry, k.Topic)
+}
 
-// keyOf returns the key of id on topic.
-func keyOf(topic string, id broker.MessageID) Key { return Key{topic, id.Ledger, id.Entry} }
+// keyOf returns the key of id on topic, on the store's own cluster.
+func keyOf(topic string, id broker.MessageID) Key {
+	return Key{Topic: topic, Ledger: id.Ledger, Entry: id.Entry}
+}
+
+// keyOf returns the key of id on e's topic and cluster.
+func (b *builder) keyOf(e *broker.Event, id broker.MessageID) Key {
+	return Key{Topic: e.Topic, Ledger: id.Ledger, Entry: id.Entry, Cluster: b.foreign(e.Cluster)}
+}
+
+// foreign returns the name of cluster for a Key: "" for the store's own.
+func (b *builder) foreign(cluster string) string {
+	if !b.geo || cluster == b.local {
+		return ""
+	}
+	return cluster
+}
 
 // MarkKind names one thing that happened in a message's life.
 type MarkKind string
@@ -90,6 +115,13 @@ type Mark struct {
 	// view then names the broker of each mark.
 	Broker    int
 	Clustered bool
+	// Cluster names the cluster of the broker that reported the event, in
+	// the events of several clusters (see Store); "" otherwise.
+	Cluster string
+	// ReplicatedFrom and Source are, for the publication of a copy that a
+	// geo-replicator wrote, the cluster it was copied from and the
+	// original's ledger:entry there.
+	ReplicatedFrom, Source string
 
 	// order is the event's place among those the builder read: marks are
 	// compared by it, as Seq is each broker's own.
@@ -97,12 +129,18 @@ type Mark struct {
 }
 
 // Where names the broker of the mark, "broker 1", in a cluster of several
-// brokers; "" for a lone broker's.
+// brokers, and its cluster, "cluster b · broker 1" or "cluster b", in the
+// events of several clusters; "" for a lone broker's.
 func (m Mark) Where() string {
-	if !m.Clustered {
-		return ""
+	switch {
+	case m.Cluster != "" && m.Clustered:
+		return fmt.Sprintf("cluster %s · broker %d", m.Cluster, m.Broker)
+	case m.Cluster != "":
+		return "cluster " + m.Cluster
+	case m.Clustered:
+		return fmt.Sprintf("broker %d", m.Broker)
 	}
-	return fmt.Sprintf("broker %d", m.Broker)
+	return ""
 }
 
 // MoveLabel says in a few words what a topic's unload or load was:
@@ -137,6 +175,9 @@ func (m Mark) Sentence() string {
 	case MarkPublished:
 		if m.Txn != "" {
 			return "published by " + m.Producer + " in transaction " + m.Txn
+		}
+		if m.ReplicatedFrom != "" {
+			return fmt.Sprintf("published by %s: the copy of %s on cluster %s", m.Producer, m.Source, m.ReplicatedFrom)
 		}
 		return "published by " + m.Producer
 	case MarkTxnAcked:
@@ -210,8 +251,14 @@ type Life struct {
 	// (also in Marks): those after its first mark and before its last, or
 	// later while a subscription that got it has not settled it.
 	Moves []Mark
+	// Replicas are, in the events of several clusters, the lives of the
+	// copies geo-replicators wrote of the message on the other clusters
+	// (each a Life of its own, its Key naming its cluster); their marks are
+	// in Marks too, each naming its cluster.
+	Replicas []*Life
 
-	moved int // the topic's moves considered so far (builder.moves)
+	moved  int   // the topic's moves considered so far (builder.moves)
+	origin *Life // for a replica, the life of the original
 }
 
 // SubLife is a message's life on one subscription.
@@ -288,20 +335,41 @@ func (l *Life) End() time.Time { return l.Marks[len(l.Marks)-1].Time }
 // several brokers, whose marks name their broker.
 func (l *Life) Clustered() bool { return len(l.Marks) > 0 && l.Marks[0].Clustered }
 
+// Geo reports whether the life's events came from several clusters, whose
+// marks name their cluster.
+func (l *Life) Geo() bool { return len(l.Marks) > 0 && l.Marks[0].Cluster != "" }
+
+// Where names the places the life's marks come from, as a marks table's
+// column heads them: "cluster", "broker" or "" for a lone broker's.
+func (l *Life) Where() string {
+	switch {
+	case l.Geo():
+		return "cluster"
+	case l.Clustered():
+		return "broker"
+	}
+	return ""
+}
+
 // String draws the life as text, one mark a line with its time after the
 // first mark (and its broker, in a cluster of several).
 func (l *Life) String() string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "message %d:%d on %s\n", l.Ledger, l.Entry, l.Topic)
 	for _, m := range l.Marks {
-		where := ""
-		if m.Clustered {
-			where = m.Where() + "  "
+		where := m.Where()
+		if where != "" {
+			where += "  "
 		}
 		fmt.Fprintf(&sb, "  %+8.3fs  %s%s\n", m.Time.Sub(l.Start()).Seconds(), where, m.Sentence())
 	}
 	for _, s := range l.Subs {
 		fmt.Fprintf(&sb, "  on %s: %s\n", s.Name, s.Outcome.Text)
+	}
+	for _, r := range l.Replicas {
+		for _, s := range r.Subs {
+			fmt.Fprintf(&sb, "  on %s of cluster %s: %s\n", s.Name, r.Published.Cluster, s.Outcome.Text)
+		}
 	}
 	return sb.String()
 }
@@ -309,7 +377,12 @@ func (l *Life) String() string {
 // Store gives the messages of a stored entry; *broker.Broker is one. A
 // store that also tells its cluster's brokers, as *broker.Broker does
 // (Brokers), makes the lives of a cluster of several name the broker of
-// each mark.
+// each mark. A store that tells its cluster's name and the clusters of its
+// configuration store, as *broker.Broker does (ClusterName, Clusters),
+// makes the lives read from the events of several clusters (Event.Cluster)
+// name the cluster of each mark, keep each cluster's entries apart (Key's
+// Cluster) and join to each message the lives of the copies replicators
+// wrote of it on the other clusters (Life.Replicas).
 type Store interface {
 	Entry(topic string, id broker.MessageID) (broker.Entry, error)
 }
@@ -318,6 +391,19 @@ type Store interface {
 func clustered(store Store) bool {
 	c, ok := store.(interface{ Brokers() []broker.BrokerInfo })
 	return ok && len(c.Brokers()) > 1
+}
+
+// geoOf returns the store's cluster and whether its configuration store
+// lists several clusters.
+func geoOf(store Store) (local string, geo bool) {
+	c, ok := store.(interface {
+		ClusterName() string
+		Clusters() []string
+	})
+	if !ok {
+		return "", false
+	}
+	return c.ClusterName(), len(c.Clusters()) > 1
 }
 
 // Lives reads the messages' lives from events, for the entries want accepts
@@ -334,19 +420,31 @@ func Lives(events []broker.Event, store Store, want func(Key) bool) []*Life {
 }
 
 func newBuilder(store Store, want func(Key) bool) *builder {
-	return &builder{want: want, store: store, lives: map[Key]*Life{}, held: map[holder]map[Key]*Delivery{},
-		touched: map[subKey][]*Life{}, produced: map[string][]Key{}, moves: map[string][]Mark{},
-		clustered: store != nil && clustered(store)}
+	b := &builder{want: want, store: store, lives: map[Key]*Life{}, held: map[holder]map[Key]*Delivery{},
+		touched: map[subKey][]*Life{}, produced: map[string][]Key{}, moves: map[subKey][]Mark{},
+		joined: map[Key]bool{}, clustered: store != nil && clustered(store)}
+	if store != nil {
+		b.local, b.geo = geoOf(store)
+	}
+	return b
 }
 
 // finish brings the lives up to date with the events added so far, and
-// returns them. More events may be added afterwards.
+// returns them, less the replicas joined to their original's life. More
+// events may be added afterwards.
 func (b *builder) finish() []*Life {
+	out := b.order
+	if len(b.joined) > 0 {
+		out = make([]*Life, 0, len(b.order))
+	}
 	for _, l := range b.order {
 		b.addMoves(l)
 		l.finish()
+		if len(b.joined) > 0 && l.origin == nil {
+			out = append(out, l)
+		}
 	}
-	return b.order
+	return out
 }
 
 // addMoves adds to l the moves of its topic that it has not considered yet
@@ -355,7 +453,7 @@ func (b *builder) finish() []*Life {
 // last mark of a settled message is looked at again next time, as a seek
 // may bring the message back.
 func (b *builder) addMoves(l *Life) {
-	ms := b.moves[l.Topic]
+	ms := b.moves[subKey{l.Cluster, l.Topic, ""}]
 	if l.moved == len(ms) || len(l.Marks) == 0 {
 		return
 	}
@@ -459,16 +557,18 @@ func Busiest(lives []*Life, n int) []*Life {
 // holder identifies one consumer: a name may come back on a new connection,
 // and two consumers may share a name; their connections tell them apart.
 type holder struct {
-	topic, sub, consumer string
-	id                   uint64
-	remote               string
+	cluster, topic, sub, consumer string
+	id                            uint64
+	remote                        string
 }
 
-func holderOf(e *broker.Event) holder {
-	return holder{e.Topic, e.Subscription, e.Consumer, e.ConsumerID, e.Remote}
+func (b *builder) holderOf(e *broker.Event) holder {
+	return holder{b.foreign(e.Cluster), e.Topic, e.Subscription, e.Consumer, e.ConsumerID, e.Remote}
 }
 
-type subKey struct{ topic, sub string }
+// subKey names a subscription (a topic, when sub is "") on a cluster (""
+// for the store's own).
+type subKey struct{ cluster, topic, sub string }
 
 // builder follows events and keeps, per consumer, the deliveries it holds.
 type builder struct {
@@ -481,14 +581,27 @@ type builder struct {
 	held     map[holder]map[Key]*Delivery
 	touched  map[subKey][]*Life // lives per subscription, for expiry and seeks
 	// moves are the unloads and loads of each topic, in event order.
-	moves map[string][]Mark
+	moves map[subKey][]Mark
+	// joined are the replicas whose life joins their original's.
+	joined map[Key]bool
 	// n counts the events read; clustered is set for the events of a
-	// cluster of several brokers.
+	// cluster of several brokers, geo for those of several clusters, local
+	// naming the store's cluster.
 	n         int
 	clustered bool
+	geo       bool
+	local     string
 }
 
-func (b *builder) wanted(k Key) bool { return b.want == nil || b.want(k) }
+func (b *builder) wanted(k Key) bool { return b.want == nil || b.want(k) || b.joined[k] }
+
+// mark appends m to l's marks, and to its original's when l is a replica.
+func (l *Life) mark(m Mark) {
+	l.Marks = append(l.Marks, m)
+	if l.origin != nil {
+		l.origin.Marks = append(l.origin.Marks, m)
+	}
+}
 
 // life returns the life of k, created on first use.
 func (b *builder) life(k Key) *Life {
@@ -510,7 +623,7 @@ func (b *builder) sub(l *Life, name string) *SubLife {
 	}
 	s := &SubLife{Name: name}
 	l.Subs = append(l.Subs, s)
-	sk := subKey{l.Topic, name}
+	sk := subKey{l.Cluster, l.Topic, name}
 	b.touched[sk] = append(b.touched[sk], l)
 	return s
 }
@@ -531,6 +644,9 @@ func (b *builder) markOf(e *broker.Event, kind MarkKind) Mark {
 	m := Mark{Seq: e.Seq, Time: e.Time, Kind: kind, Subscription: e.Subscription, Consumer: e.Consumer,
 		Count: e.RedeliveryCount, Cumulative: e.Cumulative, Producer: e.Producer, Reason: e.Reason,
 		Broker: e.Broker, Clustered: b.clustered, order: b.n}
+	if b.geo {
+		m.Cluster = e.Cluster
+	}
 	if e.Txn != nil {
 		m.Txn = e.Txn.String()
 	}
@@ -576,14 +692,14 @@ func (b *builder) add(e *broker.Event) {
 	case broker.EventTxnCommitted, broker.EventTxnAborted:
 		b.txnEnded(e)
 	case broker.EventRedeliveryAsked:
-		h := holderOf(e)
+		h := b.holderOf(e)
 		if len(e.IDs) == 0 {
 			b.release(h, nil, b.markOf(e, MarkAsked))
 			return
 		}
 		keys := make([]Key, len(e.IDs))
 		for i, id := range e.IDs {
-			keys[i] = keyOf(e.Topic, id)
+			keys[i] = b.keyOf(e, id)
 		}
 		b.release(h, keys, b.markOf(e, MarkAsked))
 	case broker.EventConsumerClosed:
@@ -594,58 +710,107 @@ func (b *builder) add(e *broker.Event) {
 		case "broker":
 			kind = MarkBrokerClosed
 		}
-		h := holderOf(e)
+		h := b.holderOf(e)
 		b.release(h, nil, b.markOf(e, kind))
 		delete(b.held, h)
 	case broker.EventExpired:
 		b.expired(e)
 	case broker.EventTopicUnloaded:
-		b.moves[e.Topic] = append(b.moves[e.Topic], b.markOf(e, MarkUnloaded))
+		mk := subKey{b.foreign(e.Cluster), e.Topic, ""}
+		b.moves[mk] = append(b.moves[mk], b.markOf(e, MarkUnloaded))
 	case broker.EventTopicLoaded:
-		b.moves[e.Topic] = append(b.moves[e.Topic], b.markOf(e, MarkLoaded))
+		mk := subKey{b.foreign(e.Cluster), e.Topic, ""}
+		b.moves[mk] = append(b.moves[mk], b.markOf(e, MarkLoaded))
 	case broker.EventSubscriptionSeek:
 		m := b.markOf(e, MarkSeek)
 		m.Target = e.ID.Entry
-		for _, l := range b.touched[subKey{e.Topic, e.Subscription}] {
+		for _, l := range b.touched[subKey{b.foreign(e.Cluster), e.Topic, e.Subscription}] {
 			if l.Ledger == e.ID.Ledger && l.Entry >= e.ID.Entry {
 				s := b.sub(l, e.Subscription)
 				s.settled = nil
 				s.Marks = append(s.Marks, m)
-				l.Marks = append(l.Marks, m)
+				l.mark(m)
 			}
 		}
 	}
 }
 
 func (b *builder) published(e *broker.Event) {
-	if k := keyOf(e.Topic, e.ID); b.wanted(k) {
+	k := b.keyOf(e, e.ID)
+	from, source, origin, replica := b.replicaOf(e)
+	if replica && !b.joined[k] && b.wanted(origin) {
+		// A replicator's copy of a wanted message: its life joins the
+		// original's, and its later events are wanted too.
+		o := b.life(origin)
+		b.joined[k] = true
+		r := b.life(k)
+		r.origin = o
+		o.Replicas = append(o.Replicas, r)
+	}
+	if b.wanted(k) {
 		l := b.life(k)
 		l.Published = b.markOf(e, MarkPublished)
-		l.Marks = append(l.Marks, l.Published)
+		if replica {
+			l.Published.ReplicatedFrom, l.Published.Source = from, source
+		}
+		l.mark(l.Published)
 		if e.Txn != nil {
-			b.produced[e.Txn.String()] = append(b.produced[e.Txn.String()], k)
+			tk := b.foreign(e.Cluster) + e.Txn.String()
+			b.produced[tk] = append(b.produced[tk], k)
 		}
 	}
-	copies, batched := copiesIn(e, b.store)
+	copies, batched := copiesIn(e, b.store, b.foreign(e.Cluster) == "")
 	for i, props := range copies {
 		origin, kind, ok := originOf(props)
+		origin.Cluster = b.foreign(e.Cluster)
 		if !ok || !b.wanted(origin) {
 			continue
 		}
 		l := b.life(origin)
 		m := b.markOf(e, kind)
-		m.Copy, m.CopyIndex = keyOf(e.Topic, e.ID), -1
+		m.Copy, m.CopyIndex = k, -1
 		if batched {
 			m.CopyIndex = int32(i)
 		}
 		m.Subscription = props["REAL_SUBSCRIPTION"]
 		l.Copies = append(l.Copies, m)
-		l.Marks = append(l.Marks, m)
+		l.mark(m)
 	}
 }
 
+// replicaOf tells, in the events of several clusters, whether e publishes
+// the copy a geo-replicator wrote of a message of another cluster: the
+// replicator's producer is named pulsar.repl.<source>--><here>, and the
+// copy's property __MSG_PROP_REPL_SOURCE_POSITION names the original's
+// ledger:entry on the source cluster.
+func (b *builder) replicaOf(e *broker.Event) (from, source string, origin Key, ok bool) {
+	if !b.geo {
+		return "", "", Key{}, false
+	}
+	source = e.Properties[replSourcePosition]
+	clusters, isRepl := strings.CutPrefix(e.Producer, replicatorPrefix)
+	from, _, isRepl = strings.Cut(clusters, "-->")
+	if source == "" || !isRepl || from == "" || from == e.Cluster {
+		return "", "", Key{}, false
+	}
+	origin = Key{Topic: e.Topic, Cluster: b.foreign(from)}
+	if _, err := fmt.Sscanf(source, "%d:%d", &origin.Ledger, &origin.Entry); err != nil {
+		return "", "", Key{}, false
+	}
+	return from, source, origin, true
+}
+
+// replSourcePosition is the property of a geo-replicated copy naming its
+// original's ledger:entry on the source cluster, and replicatorPrefix the
+// start of a replicator's producer name, followed by its source cluster
+// (Pulsar's MSG_PROP_REPL_SOURCE_POSITION and replicatorPrefix).
+const (
+	replSourcePosition = "__MSG_PROP_REPL_SOURCE_POSITION"
+	replicatorPrefix   = "pulsar.repl."
+)
+
 func (b *builder) delivered(e *broker.Event) {
-	k := keyOf(e.Topic, e.ID)
+	k := b.keyOf(e, e.ID)
 	if !b.wanted(k) {
 		return
 	}
@@ -656,8 +821,8 @@ func (b *builder) delivered(e *broker.Event) {
 	d := &Delivery{At: m}
 	ln := s.lane(e.Consumer)
 	ln.Deliveries = append(ln.Deliveries, d)
-	l.Marks = append(l.Marks, m)
-	h := holderOf(e)
+	l.mark(m)
+	h := b.holderOf(e)
 	if b.held[h] == nil {
 		b.held[h] = map[Key]*Delivery{}
 	}
@@ -665,7 +830,7 @@ func (b *builder) delivered(e *broker.Event) {
 }
 
 func (b *builder) acked(e *broker.Event) {
-	h := holderOf(e)
+	h := b.holderOf(e)
 	m := b.markOf(e, MarkAcked)
 	if e.Cumulative {
 		// Every entry the consumer holds up to the acknowledged one.
@@ -676,7 +841,7 @@ func (b *builder) acked(e *broker.Event) {
 		}
 		return
 	}
-	if k := keyOf(e.Topic, e.ID); b.wanted(k) {
+	if k := b.keyOf(e, e.ID); b.wanted(k) {
 		b.settle(k, h, m)
 	}
 }
@@ -689,7 +854,7 @@ func (b *builder) settle(k Key, h holder, m Mark) {
 	if s.settled != nil {
 		return // the entry was settled already
 	}
-	l.Marks = append(l.Marks, m)
+	l.mark(m)
 	s.settled = &m
 	if d := b.held[h][k]; d != nil {
 		d.End = s.settled
@@ -710,7 +875,7 @@ func (b *builder) release(h holder, keys []Key, m Mark) {
 	ds := b.held[h]
 	end := func(k Key, d *Delivery) {
 		l := b.lives[k]
-		l.Marks = append(l.Marks, m)
+		l.mark(m)
 		last := m
 		d.End = &last
 		delete(ds, k)
@@ -747,7 +912,7 @@ func (b *builder) expired(e *broker.Event) {
 			return
 		}
 		s.Marks = append(s.Marks, m)
-		l.Marks = append(l.Marks, m)
+		l.mark(m)
 		settled := m
 		s.settled = &settled
 		for o, ds := range b.held {
@@ -759,7 +924,7 @@ func (b *builder) expired(e *broker.Event) {
 	}
 	if e.From == (broker.MessageID{}) {
 		// No range: the entries up to ID that the subscription delivered.
-		for _, l := range b.touched[subKey{e.Topic, e.Subscription}] {
+		for _, l := range b.touched[subKey{b.foreign(e.Cluster), e.Topic, e.Subscription}] {
 			if l.Ledger == e.ID.Ledger && l.Entry <= e.ID.Entry {
 				expire(l)
 			}
@@ -767,7 +932,7 @@ func (b *builder) expired(e *broker.Event) {
 		return
 	}
 	for n := e.From.Entry; n <= e.ID.Entry; n++ {
-		if k := (Key{e.Topic, e.ID.Ledger, n}); b.wanted(k) {
+		if k := (Key{Topic: e.Topic, Ledger: e.ID.Ledger, Entry: n, Cluster: b.foreign(e.Cluster)}); b.wanted(k) {
 			expire(b.life(k))
 		}
 	}
@@ -776,12 +941,13 @@ func (b *builder) expired(e *broker.Event) {
 // copiesIn returns the properties of the messages a publish stored when its
 // first message is a copy (it names an origin): the event's own for an entry
 // of one message, and with a store each message's for a batch (a client's
-// dead-letter producer batches its copies).
-func copiesIn(e *broker.Event, store Store) (props []map[string]string, batched bool) {
+// dead-letter producer batches its copies), when the entry is on the
+// store's own cluster (local).
+func copiesIn(e *broker.Event, store Store, local bool) (props []map[string]string, batched bool) {
 	if _, _, ok := originOf(e.Properties); !ok {
 		return nil, false
 	}
-	if store != nil {
+	if store != nil && local {
 		if ent, err := store.Entry(e.Topic, e.ID); err == nil && ent.BatchSize > 0 {
 			for _, m := range ent.Messages {
 				props = append(props, m.Properties)
@@ -817,7 +983,7 @@ func originOf(props map[string]string) (Key, MarkKind, bool) {
 	if tn, err := broker.ParseTopicName(real); err == nil {
 		real = tn.String()
 	}
-	return Key{real, l, n}, kind, true
+	return Key{Topic: real, Ledger: l, Entry: n}, kind, true
 }
 
 // outcomeOf says where the message stands on s at the end of the events.
@@ -855,9 +1021,9 @@ func outcomeOf(l *Life, s *SubLife) Outcome {
 // txnAcked records an acknowledgement in a transaction: it ends the
 // consumer's hold (the message waits for the transaction's end).
 func (b *builder) txnAcked(e *broker.Event) {
-	h := holderOf(e)
+	h := b.holderOf(e)
 	m := b.markOf(e, MarkTxnAcked)
-	keys := []Key{keyOf(e.Topic, e.ID)}
+	keys := []Key{b.keyOf(e, e.ID)}
 	if e.Cumulative {
 		keys = keys[:0]
 		for k := range b.held[h] {
@@ -874,7 +1040,7 @@ func (b *builder) txnAcked(e *broker.Event) {
 		s := b.sub(l, e.Subscription)
 		mark := m
 		s.txnHeld = &mark
-		l.Marks = append(l.Marks, m)
+		l.mark(m)
 		if d := b.held[h][k]; d != nil {
 			d.End = &mark
 			delete(b.held[h], k)
@@ -887,7 +1053,7 @@ func (b *builder) txnAcked(e *broker.Event) {
 // committed records a commit's acknowledgement of what its transaction
 // held.
 func (b *builder) committed(e *broker.Event) {
-	k := keyOf(e.Topic, e.ID)
+	k := b.keyOf(e, e.ID)
 	if !b.wanted(k) {
 		return
 	}
@@ -899,14 +1065,14 @@ func (b *builder) committed(e *broker.Event) {
 	m := b.markOf(e, MarkAcked)
 	s.settled, s.txnHeld = &m, nil
 	s.Marks = append(s.Marks, m)
-	l.Marks = append(l.Marks, m)
+	l.mark(m)
 }
 
 // txnReturned records an abort giving messages back to a subscription.
 func (b *builder) txnReturned(e *broker.Event) {
 	m := b.markOf(e, MarkTxnReturned)
 	for _, id := range e.IDs {
-		k := keyOf(e.Topic, id)
+		k := b.keyOf(e, id)
 		if !b.wanted(k) {
 			continue
 		}
@@ -914,7 +1080,7 @@ func (b *builder) txnReturned(e *broker.Event) {
 		s := b.sub(l, e.Subscription)
 		s.txnHeld = nil
 		s.Marks = append(s.Marks, m)
-		l.Marks = append(l.Marks, m)
+		l.mark(m)
 	}
 }
 
@@ -929,10 +1095,10 @@ func (b *builder) txnEnded(e *broker.Event) {
 		kind = MarkTxnCommitted
 	}
 	m := b.markOf(e, kind)
-	for _, k := range b.produced[e.Txn.String()] {
+	for _, k := range b.produced[b.foreign(e.Cluster)+e.Txn.String()] {
 		if k.Topic == e.Topic {
 			l := b.life(k)
-			l.Marks = append(l.Marks, m)
+			l.mark(m)
 			l.TxnEnd = &m
 		}
 	}

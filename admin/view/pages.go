@@ -224,9 +224,13 @@ func topicStates(b *broker.Broker, names []string, copies map[string]int) []Topi
 // copies among the events (read from store for the batched ones).
 func copiesPerTopic(events []broker.Event, store Store) map[string]int {
 	out := map[string]int{}
+	local, geo := "", false
+	if store != nil {
+		local, geo = geoOf(store)
+	}
 	for i := range events {
-		if e := &events[i]; e.Kind == broker.EventPublished && e.Properties != nil {
-			copies, _ := copiesIn(e, store)
+		if e := &events[i]; e.Kind == broker.EventPublished && e.Properties != nil && (!geo || e.Cluster == local) {
+			copies, _ := copiesIn(e, store, true)
 			for _, props := range copies {
 				if k, _, ok := originOf(props); ok {
 					out[k.Topic]++
@@ -413,6 +417,10 @@ type messagePage struct {
 	// is the broker that owns its bundle when another does.
 	Served bool
 	Owner  *Owner
+	// CopyOf is, when the entry is a geo-replicator's copy of a message of
+	// another cluster, its publish mark (naming that cluster and the
+	// original's entry): Life is then the original's, with its copies.
+	CopyOf Mark
 }
 
 // standing is where an entry stands now on one subscription.
@@ -434,11 +442,25 @@ func (v *Handler) message(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k.Topic = tn.String()
-	l := LifeOf(v.events(), v.b, k)
+	events := v.events()
+	l := LifeOf(events, v.b, k)
 	if l == nil {
 		l = &Life{Key: k} // forgotten by a bounded history, or never there
 	}
 	p := messagePage{common: v.common(fmt.Sprintf("%d:%d · %s", k.Ledger, k.Entry, shortTopic(k.Topic)), k.Topic), Life: l}
+	if pub := l.Published; pub.ReplicatedFrom != "" {
+		// A replicator's copy: the picture is the original's life, which
+		// holds the copy's, and those of its other copies.
+		o := Key{Topic: k.Topic}
+		if pub.ReplicatedFrom != v.b.ClusterName() {
+			o.Cluster = pub.ReplicatedFrom
+		}
+		if _, err := fmt.Sscanf(pub.Source, "%d:%d", &o.Ledger, &o.Entry); err == nil {
+			if ol := LifeOf(events, v.b, o); ol != nil && len(ol.Replicas) > 0 {
+				p.Life, p.CopyOf = ol, pub
+			}
+		}
+	}
 	if e, err := v.b.Entry(k.Topic, broker.MessageID{Ledger: k.Ledger, Entry: k.Entry, BatchIndex: -1}); err == nil {
 		p.Stored = e.Messages
 	}
@@ -541,7 +563,9 @@ func NewClusterReport(brokers []*broker.Broker, events []broker.Event, max int) 
 
 // ClusterStore returns the store of the brokers of a cluster, by index, for
 // Lives: it reads an entry from the broker serving its topic, and tells the
-// cluster's brokers, so that the lives name the broker of each mark.
+// cluster's brokers, so that the lives name the broker of each mark, and
+// its name and the configuration store's clusters, so that the lives of
+// several clusters' events name their cluster and join their copies.
 func ClusterStore(brokers []*broker.Broker) Store { return clusterStore(brokers) }
 
 // clusterStore reads an entry from whichever broker of a cluster serves its
@@ -559,6 +583,23 @@ func (c clusterStore) Entry(topic string, id broker.MessageID) (broker.Entry, er
 		}
 	}
 	return broker.Entry{}, err
+}
+
+// ClusterName names the brokers' cluster, as a broker does.
+func (c clusterStore) ClusterName() string {
+	if len(c) == 0 {
+		return ""
+	}
+	return c[0].ClusterName()
+}
+
+// Clusters lists the clusters of the brokers' configuration store, as a
+// broker does.
+func (c clusterStore) Clusters() []string {
+	if len(c) == 0 {
+		return nil
+	}
+	return c[0].Clusters()
 }
 
 // Brokers tells the cluster's brokers, as a broker does.

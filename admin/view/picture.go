@@ -11,7 +11,8 @@ import (
 // The picture of a message's life is an SVG drawing: a time axis on top, a
 // row for the publish, then for each subscription a header row (its own
 // marks: expiry, seeks) and one lane per consumer, and a row per topic the
-// message was copied to. A delivery is a blue disc carrying its redelivery
+// message was copied to, and for each copy a geo-replicator wrote on another
+// cluster a row for its publish there and its subscriptions there. A delivery is a blue disc carrying its redelivery
 // count, followed by a bar while the consumer holds the message, and the
 // glyph of what ended the hold. The topic's unloads and loads during the
 // message's life are a row of their own on top, each a vertical line across
@@ -80,24 +81,39 @@ func Picture(l *Life) template.HTML {
 		}
 		body.WriteString("</g>")
 	}
-	for _, s := range l.Subs {
-		cy := next(headHeight)
-		attrs := fmt.Sprintf(` data-sub="%s" data-outcome="%s"`, html.EscapeString(s.Name), s.Outcome.Kind)
-		writeRowStart(&body, row{label: s.Name, title: "subscription · " + s.Outcome.Text, class: "row-sub", attrs: attrs, y: cy}, total)
-		fmt.Fprintf(&body, `<text class="outcome o-%s" x="%.1f" y="%.1f"><title>%s</title>%s</text>`,
-			s.Outcome.Kind, ax.end()+28, cy+4, html.EscapeString(s.Outcome.Text), s.Outcome.Kind)
-		for _, m := range s.Marks {
-			writeMark(&body, ax.x(m.Time), cy, m, l.Start())
-		}
-		body.WriteString("</g>")
-		for _, ln := range s.Lanes {
-			cy := next(rowHeight)
-			attrs := fmt.Sprintf(` data-sub="%s" data-consumer="%s"`, html.EscapeString(s.Name), html.EscapeString(ln.Consumer))
-			writeRowStart(&body, row{label: ln.Consumer, title: "consumer on " + s.Name, class: "row-lane lane", attrs: attrs, y: cy}, total)
-			writeLane(&body, ax, ln, cy, total, l.Start())
+	// The subscriptions, on the message's cluster or (cluster set) on a
+	// replica's.
+	subs := func(subs []*SubLife, cluster string) {
+		for _, s := range subs {
+			cy := next(headHeight)
+			attrs := fmt.Sprintf(` data-sub="%s" data-outcome="%s"`, html.EscapeString(s.Name), s.Outcome.Kind)
+			label, title := s.Name, "subscription · "+s.Outcome.Text
+			if cluster != "" {
+				attrs += fmt.Sprintf(` data-cluster="%s"`, html.EscapeString(cluster))
+				label, title = cluster+" · "+s.Name, "subscription on cluster "+cluster+" · "+s.Outcome.Text
+			}
+			writeRowStart(&body, row{label: label, title: title, class: "row-sub", attrs: attrs, y: cy}, total)
+			fmt.Fprintf(&body, `<text class="outcome o-%s" x="%.1f" y="%.1f"><title>%s</title>%s</text>`,
+				s.Outcome.Kind, ax.end()+28, cy+4, html.EscapeString(s.Outcome.Text), s.Outcome.Kind)
+			for _, m := range s.Marks {
+				writeMark(&body, ax.x(m.Time), cy, m, l.Start())
+			}
 			body.WriteString("</g>")
+			for _, ln := range s.Lanes {
+				cy := next(rowHeight)
+				attrs := fmt.Sprintf(` data-sub="%s" data-consumer="%s"`, html.EscapeString(s.Name), html.EscapeString(ln.Consumer))
+				title := "consumer on " + s.Name
+				if cluster != "" {
+					attrs += fmt.Sprintf(` data-cluster="%s"`, html.EscapeString(cluster))
+					title += " of cluster " + cluster
+				}
+				writeRowStart(&body, row{label: ln.Consumer, title: title, class: "row-lane lane", attrs: attrs, y: cy}, total)
+				writeLane(&body, ax, ln, cy, total, l.Start())
+				body.WriteString("</g>")
+			}
 		}
 	}
+	subs(l.Subs, "")
 	for _, c := range l.Copies {
 		cy := next(rowHeight)
 		what := "dead-letter topic"
@@ -110,6 +126,21 @@ func Picture(l *Life) template.HTML {
 		writeMark(&body, ax.x(c.Time), cy, c, l.Start())
 		fmt.Fprintf(&body, `<text class="copy-label" x="%.1f" y="%.1f">copy %s</text>`, ax.x(c.Time)+16, cy+4, c.CopyID())
 		body.WriteString("</g>")
+	}
+	// The copies replicators wrote on other clusters: each its publish
+	// there, then its subscriptions there.
+	for _, r := range l.Replicas {
+		cluster := r.Published.Cluster
+		cy := next(rowHeight)
+		attrs := fmt.Sprintf(` data-cluster="%s" data-copy="%d:%d"`, html.EscapeString(cluster), r.Ledger, r.Entry)
+		writeRowStart(&body, row{label: "on cluster " + cluster, title: "the copy " + r.Published.Producer + " wrote",
+			class: "row-replica replica", attrs: attrs, y: cy}, total)
+		if r.Published.Seq != 0 {
+			writeMark(&body, ax.x(r.Published.Time), cy, r.Published, l.Start())
+			fmt.Fprintf(&body, `<text class="copy-label" x="%.1f" y="%.1f">copy %d:%d</text>`, ax.x(r.Published.Time)+16, cy+4, r.Ledger, r.Entry)
+		}
+		body.WriteString("</g>")
+		subs(r.Subs, cluster)
 	}
 	height := y + 8
 
@@ -313,7 +344,12 @@ func writeMark(sb *strings.Builder, x, y float64, m Mark, start time.Time) {
 	}
 	if m.Clustered {
 		attrs += fmt.Sprintf(` data-broker="%d"`, m.Broker)
-		when += " · " + m.Where()
+	}
+	if m.Cluster != "" {
+		attrs += fmt.Sprintf(` data-cluster="%s"`, html.EscapeString(m.Cluster))
+	}
+	if w := m.Where(); w != "" {
+		when += " · " + w
 	}
 	fmt.Fprintf(sb, `<g class="mark m-%s" data-kind="%s"%s data-seq="%d" transform="translate(%.1f %.1f)"><title>%s · %s</title>`,
 		m.Kind, m.Kind, attrs, m.Seq, x, y, when, html.EscapeString(m.Sentence()))

@@ -43,7 +43,7 @@ func (v *Handler) topicLivesOf(topic string) (lives []*Life, done func()) {
 		// First visit, or the history forgot events since the last one:
 		// start again from what it holds, so that the page shows what the
 		// history holds, as a first visit would.
-		tl.b = newBuilder(v.b, func(k Key) bool { return k.Topic == topic })
+		tl.b = newBuilder(v.b, func(k Key) bool { return k.Topic == topic && k.Cluster == "" })
 		tl.read = 0
 		events, dropped = v.h.Since(0)
 		tl.dropped = dropped

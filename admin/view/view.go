@@ -11,7 +11,11 @@
 // history may follow every broker of the cluster (History.Follow), so that
 // a message's life shows each event's broker and the moves of its topic
 // between them, and the topic page says which broker owns the topic's bundle
-// and links to that broker's view.
+// and links to that broker's view. With several clusters over one
+// configuration store, one history may follow every broker of every
+// cluster: a message's life then shows, beside its own marks, the copies
+// geo-replicators wrote of it on the other clusters, their deliveries and
+// acknowledgements there, each mark naming its cluster (see Store).
 //
 // The same pictures make a self-contained HTML report (WriteReport), which
 // testkit writes when a test fails.
