@@ -134,8 +134,13 @@ func (t *Topic) saveEntryLocked(n int64, e *entry) {
 			t.b.timers.addTask(t.b.nowMillis(), func(int64) {
 				t.mu.Lock()
 				t.durableWake.Store(false)
-				for _, s := range t.subs {
-					s.entryAddedLocked()
+				// A topic released (unloaded, its cursors handed back to
+				// the store for the next load) or deleted dispatches
+				// nothing more.
+				if !t.released && !t.deleted {
+					for _, s := range t.subs {
+						s.entryAddedLocked()
+					}
 				}
 				t.mu.Unlock()
 			})
