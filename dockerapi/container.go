@@ -11,11 +11,10 @@ import (
 
 // Runtime runs the broker of a container.
 type Runtime interface {
-	// Start starts a broker for the container: its binary protocol on
-	// brokerPort and its admin API on webPort (127.0.0.1), set by conf
-	// (standalone.conf keys and values), writing its output to out. The
-	// container's data directory (dataDir, kept while the container exists)
-	// lets a broker that can keep its data find it again after a stop.
+	// Start starts a broker for the container as spec says: its binary
+	// protocol on BrokerPort and its admin API on WebPort (127.0.0.1), set
+	// by Conf (standalone.conf keys and values), writing its output to Out,
+	// with DataDir, kept while the container exists, for its files.
 	Start(spec Spec) (Process, error)
 }
 

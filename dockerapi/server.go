@@ -658,8 +658,8 @@ func (s *Server) announceReady(c *container, p Process) {
 	}
 }
 
-// stopLocked sends c's broker SIGTERM, and SIGKILL after timeout; it
-// returns a channel closed once it has ended.
+// stopProcess sends p SIGTERM, and SIGKILL after timeout, and returns once
+// it has ended.
 func stopProcess(p Process, timeout time.Duration) {
 	p.Signal("SIGTERM")
 	select {
@@ -678,7 +678,8 @@ func stopTimeout(r *http.Request) time.Duration {
 	return 10 * time.Second
 }
 
-// running returns c's process if it runs.
+// running returns the container the request names, its process when it
+// runs (nil otherwise), and false when there is no such container.
 func (s *Server) running(r *http.Request) (*container, Process, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
