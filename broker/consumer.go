@@ -41,10 +41,27 @@ type Consumer struct {
 	// activeNote is an ACTIVE_CONSUMER_CHANGE held until the first FLOW
 	// (Failover; see tellActiveLocked), under the topic's lock.
 	activeNote *pb.BaseCommand
+	// loading is set while its SUBSCRIBE (request loadReq) waits for the
+	// topic to load (topicload.go), under its connection's lock.
+	loading bool
+	loadReq uint64
 }
 
-// consumer returns the connection's consumer with this id, or nil.
+// consumer returns the connection's consumer with this id, or nil, also
+// while its SUBSCRIBE waits for the topic to load: until it is answered the
+// commands naming it find none, as Pulsar's do.
 func (c *conn) consumer(id uint64) *Consumer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cs := c.consumers[id]; cs != nil && !cs.loading {
+		return cs
+	}
+	return nil
+}
+
+// anyConsumer returns the connection's consumer with this id, answered or
+// not, or nil.
+func (c *conn) anyConsumer(id uint64) *Consumer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.consumers[id]
@@ -73,8 +90,10 @@ func (c *conn) forget(cs *Consumer) {
 	c.mu.Unlock()
 }
 
+// handleCloseConsumer closes a consumer, also one whose SUBSCRIBE waits for
+// the topic to load (that SUBSCRIBE is then never answered, as in Pulsar).
 func (c *conn) handleCloseConsumer(cc *pb.CommandCloseConsumer) {
-	if cs := c.consumer(cc.GetConsumerId()); cs != nil {
+	if cs := c.anyConsumer(cc.GetConsumerId()); cs != nil {
 		c.forget(cs)
 		cs.detach(true)
 	}
@@ -352,7 +371,7 @@ func (s *Subscription) closeConsumersLocked(keep, only *Consumer) []*Consumer {
 		if to := s.topic.movingTo; to != nil {
 			cc.AssignedBrokerServiceUrl, cc.AssignedBrokerServiceUrlTls = optionalURL(to.URL), optionalURL(to.TLSURL)
 		}
-		o.conn.send(protocol.Base(pb.BaseCommand_CLOSE_CONSUMER, cc))
+		o.conn.send(o.closeCommandLocked(cc))
 		closed = append(closed, o)
 	}
 	for _, o := range closed {

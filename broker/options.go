@@ -72,6 +72,9 @@ type config struct {
 	// subscriptions take a snapshot (replsub.go).
 	configStore   *ConfigStore
 	snapshotEvery time.Duration
+	// topicLoadTime is how long a topic takes to load from the store
+	// (topicload.go).
+	topicLoadTime time.Duration
 }
 
 func defaultConfig() config {
@@ -96,6 +99,7 @@ func defaultConfig() config {
 		authRefresh:       60 * time.Second,
 		inactive:          DefaultInactiveTopicDeletion,
 		snapshotEvery:     time.Second,
+		topicLoadTime:     DefaultTopicLoadTime,
 	}
 }
 

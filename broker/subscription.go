@@ -265,9 +265,14 @@ func (c *conn) handleSubscribe(sub *pb.CommandSubscribe) {
 		refuse(r)
 		return
 	}
-	if c.consumer(sub.GetConsumerId()) != nil {
+	if cs := c.anyConsumer(sub.GetConsumerId()); cs != nil {
 		// The same consumer subscribing again on a live connection: Pulsar
-		// answers success for an already-created consumer.
+		// answers success for an already-created consumer, and refuses one
+		// still being created.
+		if c.consumer(cs.ID) == nil {
+			refuse(&refusal{pb.ServerError_ServiceNotReady, "Consumer is already present on the connection"})
+			return
+		}
 		c.send(protocol.SuccessCommand(reqID))
 		return
 	}
@@ -444,7 +449,7 @@ func (s *Subscription) attachConsumerLocked(c *conn, sub *pb.CommandSubscribe, t
 	if s.migrateConsumersLocked(cons) {
 		return nil // no answer: the consumer moves to the green cluster
 	}
-	c.send(protocol.SuccessCommand(sub.GetRequestId()))
+	s.answerLoadedLocked(cons, sub.GetRequestId())
 	if after, ok := s.disp.Active(); typ == dispatch.Failover && ok && hadActive && after == before {
 		// The active consumer did not change: the newcomer alone is told
 		// which one it is (the others hear of a change after the delay).

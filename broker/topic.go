@@ -46,6 +46,10 @@ type Topic struct {
 	// it keeps nothing of its ledger, and a client reaching it must look
 	// the topic up again.
 	released bool
+	// readyAt is when the topic's load from the store ends, by the wall
+	// clock: the subscribes that wait for it are answered then
+	// (topicload.go). Zero for a topic created here.
+	readyAt time.Time
 	// migrated topics moved to another cluster with theirs (migration.go).
 	migrated bool
 	// movingTo is the broker a transfer moves the topic to, while its
@@ -226,15 +230,19 @@ func (b *Broker) createTopicLocked(tn TopicName) *Topic {
 		created:    b.cfg.clock.Now(),
 	}
 	t.mu.events = &b.events
-	reason := "loaded"
-	if !tn.Persistent || !b.loadLedgerLocked(t) {
+	reason := "created"
+	if tn.Persistent && b.loadLedgerLocked(t) {
+		reason = "loaded"
+		if d := b.cfg.topicLoadTime; d > 0 {
+			t.readyAt = time.Now().Add(d)
+		}
+	} else {
 		t.ledger = b.data.NextLedger
 		b.data.NextLedger++
 		t.log = &entryLog{}
 		if tn.Persistent {
 			b.newLedgerLocked(t)
 		}
-		reason = "created"
 	}
 	// Delivered with the next events of any topic (no topic lock is held).
 	b.emit(Event{Kind: EventTopicLoaded, Topic: t.full, Reason: reason})

@@ -42,6 +42,14 @@ func producerAnswer(cmd *pb.BaseCommand) string {
 // silent for quietWindow (PINGs answered, not listed).
 func (c *wireClient) answers() []string {
 	c.t.Helper()
+	return c.quietAnswers(producerAnswer)
+}
+
+// quietAnswers describes with describe the commands that arrive until the
+// connection has been silent for quietWindow (PINGs answered, not listed,
+// nor ACTIVE_CONSUMER_CHANGE).
+func (c *wireClient) quietAnswers(describe func(*pb.BaseCommand) string) []string {
+	c.t.Helper()
 	var got []string
 	for {
 		_ = c.nc.SetReadDeadline(time.Now().Add(quietWindow))
@@ -64,7 +72,7 @@ func (c *wireClient) answers() []string {
 			c.send(protocol.PongCommand())
 		case pb.BaseCommand_ACTIVE_CONSUMER_CHANGE:
 		default:
-			got = append(got, producerAnswer(f.Command))
+			got = append(got, describe(f.Command))
 		}
 	}
 }

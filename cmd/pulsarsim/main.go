@@ -106,6 +106,8 @@ func run(args []string) error {
 		"pulsarChannelWriteBufferHighWaterMark: a connection with this many unsent bytes gets no more messages (0: no limit)")
 	handshakeTimeout := fs.Duration("handshake-timeout", 0,
 		"close a connection whose handshake is not done by then (0: the keep-alive interval, 30s, as Pulsar)")
+	topicLoad := fs.Duration("topic-load-time", broker.DefaultTopicLoadTime,
+		"how long a topic takes to load from the store (after an unload, a restart, a move): the subscribes that load it are answered then")
 	serveView := fs.Bool("view", true, "serve the web view at /view/ on the admin HTTP port")
 	serveWS := fs.Bool("websocket", false,
 		"webSocketServiceEnabled: serve Pulsar's WebSocket API at /ws/ on the admin HTTP port (a standalone's default: off)")
@@ -217,6 +219,7 @@ func run(args []string) error {
 		broker.WithBrokerEntryMetadata(entryMeta),
 		broker.WithLimits(limits),
 		broker.WithHandshakeTimeout(*handshakeTimeout),
+		broker.WithTopicLoadTime(*topicLoad),
 		broker.WithWriteBufferWaterMarks(*writeLow, *writeHigh),
 	}, secOpts...)
 	if *clusters != "" {
