@@ -86,10 +86,11 @@ type processRuntime struct {
 
 // Start runs binary with the container's ports and standalone.conf.
 func (p processRuntime) Start(spec dockerapi.Spec) (dockerapi.Process, error) {
-	// The broker keeps its store in memory: with a data directory
-	// (-data-dir), pulsar-client-go's TestReconnectConsumer loses a message
-	// across an unload under load, not yet understood (FIDELITY.md).
-	args := append(slices.Clone(p.args), "-addr", "127.0.0.1:"+strconv.Itoa(spec.BrokerPort))
+	// A container's store is kept in its data directory, so that a
+	// container stopped and started again finds its topics, as a Docker
+	// container finds its file system.
+	args := append(slices.Clone(p.args), "-addr", "127.0.0.1:"+strconv.Itoa(spec.BrokerPort),
+		"-data-dir", filepath.Join(spec.DataDir, "data"))
 	if spec.WebPort != 0 {
 		args = append(args, "-http", "127.0.0.1:"+strconv.Itoa(spec.WebPort))
 	} else {

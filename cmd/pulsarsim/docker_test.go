@@ -196,6 +196,10 @@ func TestDockerAPIRunsAPulsarContainerAsABroker(t *testing.T) {
 		t.Fatalf("another command exited %d: %q", code, stderr)
 	}
 
+	// Kept across the stop: a message a subscription has not acknowledged.
+	keep := "persistent://public/default/kept-across-a-stop"
+	sendUnacked(t, url, keep)
+
 	if st, _ := d.call("POST", "/containers/"+made.Id+"/stop?t=10", nil); st != 204 {
 		t.Fatalf("stop: %d", st)
 	}
@@ -213,6 +217,9 @@ func TestDockerAPIRunsAPulsarContainerAsABroker(t *testing.T) {
 	}
 	waitReady(t, d, made.Id, 2)
 	produceAndConsume(t, url, "persistent://public/default/after-a-restart")
+	if got := receiveOne(t, url, keep); got != "kept" {
+		t.Fatalf("after the restart the subscription received %q, want the message sent before the stop", got)
+	}
 
 	if st, _ := d.call("DELETE", "/containers/"+made.Id, nil); st != 409 {
 		t.Fatalf("removing a running container without force: %d, want 409", st)
@@ -247,6 +254,55 @@ func waitReady(t *testing.T, d *dockerClient, id string, n int) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// sendUnacked makes subscription "keep" on topic and sends it "kept",
+// which nobody acknowledges.
+func sendUnacked(t *testing.T, url, topic string) {
+	t.Helper()
+	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	cons, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "keep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons.Close()
+	prod, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("kept")}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// receiveOne receives one message on subscription "keep" and acknowledges it.
+func receiveOne(t *testing.T, url, topic string) string {
+	t.Helper()
+	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	cons, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "keep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, err := cons.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons.Ack(m)
+	return string(m.Payload())
 }
 
 // produceAndConsume sends a message with pulsar-client-go and reads it back.
