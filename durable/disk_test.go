@@ -214,3 +214,39 @@ func TestASecondOpenOfTheDirectoryIsRefused(t *testing.T) {
 		t.Fatal("a second Open of an open directory succeeded")
 	}
 }
+
+func TestChangesQueuedDuringACommitShareTheNextAndStatsCountThem(t *testing.T) {
+	d, err := Open(t.TempDir(), SyncWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	d.PutLedger(topic, &store.Ledger{ID: 1}, false)
+	if err := d.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	before := d.Stats()
+	// Hold the goroutine in a barrier: what follows is queued while it
+	// waits, and goes into one commit once it is released.
+	release := make(chan struct{})
+	held := make(chan struct{})
+	d.Barrier(func(error) { close(held); <-release })
+	<-held
+	for i := range 10 {
+		d.AppendEntry(topic, int64(i), entry(i))
+	}
+	done := make(chan error, 1)
+	d.Barrier(func(err error) { done <- err })
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	after := d.Stats()
+	if got := after.Changes - before.Changes; got != 10 {
+		t.Fatalf("%d changes counted, want the 10 entries", got)
+	}
+	// The held barrier's commit, then one for the ten entries.
+	if got := after.Commits - before.Commits; got != 2 {
+		t.Fatalf("%d commits for a barrier and ten entries queued behind it, want 2", got)
+	}
+}
