@@ -24,7 +24,11 @@ const (
 	SyncFsync Sync = "fsync"
 	// SyncWrite commits into the operating system's page cache without an
 	// fsync, as journalSyncData=false: a receipted message survives the
-	// process being killed, not the machine losing power.
+	// process being killed, not the machine losing power. The file grows
+	// without one either (bbolt's NoGrowSync): the truncate and fsync bbolt
+	// does at each growth keep the file's size across a power loss, which
+	// this policy does not promise, and under it that fsync would write out
+	// every page dirtied since the last growth while no commit can run.
 	SyncWrite Sync = "write"
 )
 
@@ -83,6 +87,7 @@ func Open(dir string, policy Sync) (*Disk, error) {
 		Timeout:        time.Second,
 		NoFreelistSync: true,
 		FreelistType:   bolt.FreelistMapType,
+		NoGrowSync:     policy == SyncWrite,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("durable: opening %s: %w", dir, err)

@@ -250,3 +250,37 @@ func TestChangesQueuedDuringACommitShareTheNextAndStatsCountThem(t *testing.T) {
 		t.Fatalf("%d commits for a barrier and ten entries queued behind it, want 2", got)
 	}
 }
+
+// bbolt grows its file in steps of 16 MiB once past them; under SyncWrite
+// it does so without the truncate and fsync it does under SyncFsync.
+func TestAWriteDirectoryGrownPastItsAllocationStepComesBackWholeAfterACrash(t *testing.T) {
+	dir := t.TempDir()
+	const n, size = 48, 1 << 20 // 48 MiB of entries: past 32 MiB, then in 16 MiB steps
+	body := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, size) }
+	for round := range 2 {
+		d, err := Open(dir, SyncWrite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if round == 0 {
+			d.PutLedger(topic, &store.Ledger{ID: 1}, false)
+		}
+		for i := round * n / 2; i < (round+1)*n/2; i++ {
+			d.AppendEntry(topic, int64(i), &store.Entry{Data: body(i), Messages: 1})
+		}
+		if err := d.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		d.Crash()
+	}
+	st, rec := load(t, dir)
+	l := st.Ledgers[topic]
+	if l == nil || rec.Entries != n || rec.Cut != 0 {
+		t.Fatalf("recovered %+v", rec)
+	}
+	for i := range n {
+		if got := l.Log.Get(int64(i)); !bytes.Equal(got.Data, body(i)) {
+			t.Fatalf("entry %d of %d bytes does not match what was written", i, len(got.Data))
+		}
+	}
+}
