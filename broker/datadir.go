@@ -349,3 +349,12 @@ func replayTransactions(st *store.Store, open func(txn.ID) bool) {
 		l.Buf = buf
 	}
 }
+
+// DataDirStats returns what the broker's data directory has committed since
+// it was opened (zero without one): how many commits, how many changes.
+func (b *Broker) DataDirStats() durable.Stats {
+	if b.disk == nil {
+		return durable.Stats{}
+	}
+	return b.disk.Stats()
+}

@@ -24,7 +24,11 @@ const (
 	SyncFsync Sync = "fsync"
 	// SyncWrite commits into the operating system's page cache without an
 	// fsync, as journalSyncData=false: a receipted message survives the
-	// process being killed, not the machine losing power.
+	// process being killed, not the machine losing power. The file grows
+	// without one either (bbolt's NoGrowSync): the truncate and fsync bbolt
+	// does at each growth keep the file's size across a power loss, which
+	// this policy does not promise, and under it that fsync would write out
+	// every page dirtied since the last growth while no commit can run.
 	SyncWrite Sync = "write"
 )
 
@@ -60,7 +64,7 @@ type Disk struct {
 	err     error // the first commit that failed: every later change fails
 	done    chan struct{}
 
-	commits uint64 // transactions committed (under mu)
+	stats Stats // under mu
 	// crashed, when set (by tests), runs once Crash has dropped the queue,
 	// before it waits for the commit under way.
 	crashHook func()
@@ -83,6 +87,7 @@ func Open(dir string, policy Sync) (*Disk, error) {
 		Timeout:        time.Second,
 		NoFreelistSync: true,
 		FreelistType:   bolt.FreelistMapType,
+		NoGrowSync:     policy == SyncWrite,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("durable: opening %s: %w", dir, err)
@@ -163,8 +168,15 @@ func (d *Disk) run() {
 			}
 			return nil
 		})
+		changes := uint64(0)
+		for _, o := range batch {
+			if o.apply != nil {
+				changes++
+			}
+		}
 		d.mu.Lock()
-		d.commits++
+		d.stats.Commits++
+		d.stats.Changes += changes
 		if err != nil && d.err == nil {
 			d.err = fmt.Errorf("durable: commit failed: %w", err)
 		}
@@ -212,10 +224,23 @@ func (d *Disk) Crash() {
 	_ = d.db.Close()
 }
 
-// Commits returns how many transactions the Disk has committed: with group
-// commit, fewer than the changes queued.
-func (d *Disk) Commits() uint64 {
+// Stats counts what a Disk has committed since it was opened.
+type Stats struct {
+	// Commits is the number of transactions committed: with group commit,
+	// fewer than the changes.
+	Commits uint64
+	// Changes is the number of changes (entries, cursors, records...)
+	// those transactions wrote.
+	Changes uint64
+}
+
+// Stats returns what the Disk has committed so far.
+func (d *Disk) Stats() Stats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.commits
+	return d.stats
 }
+
+// Commits returns how many transactions the Disk has committed: with group
+// commit, fewer than the changes queued.
+func (d *Disk) Commits() uint64 { return d.Stats().Commits }

@@ -214,3 +214,73 @@ func TestASecondOpenOfTheDirectoryIsRefused(t *testing.T) {
 		t.Fatal("a second Open of an open directory succeeded")
 	}
 }
+
+func TestChangesQueuedDuringACommitShareTheNextAndStatsCountThem(t *testing.T) {
+	d, err := Open(t.TempDir(), SyncWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	d.PutLedger(topic, &store.Ledger{ID: 1}, false)
+	if err := d.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	before := d.Stats()
+	// Hold the goroutine in a barrier: what follows is queued while it
+	// waits, and goes into one commit once it is released.
+	release := make(chan struct{})
+	held := make(chan struct{})
+	d.Barrier(func(error) { close(held); <-release })
+	<-held
+	for i := range 10 {
+		d.AppendEntry(topic, int64(i), entry(i))
+	}
+	done := make(chan error, 1)
+	d.Barrier(func(err error) { done <- err })
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	after := d.Stats()
+	if got := after.Changes - before.Changes; got != 10 {
+		t.Fatalf("%d changes counted, want the 10 entries", got)
+	}
+	// The held barrier's commit, then one for the ten entries.
+	if got := after.Commits - before.Commits; got != 2 {
+		t.Fatalf("%d commits for a barrier and ten entries queued behind it, want 2", got)
+	}
+}
+
+// bbolt grows its file in steps of 16 MiB once past them; under SyncWrite
+// it does so without the truncate and fsync it does under SyncFsync.
+func TestAWriteDirectoryGrownPastItsAllocationStepComesBackWholeAfterACrash(t *testing.T) {
+	dir := t.TempDir()
+	const n, size = 48, 1 << 20 // 48 MiB of entries: past 32 MiB, then in 16 MiB steps
+	body := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, size) }
+	for round := range 2 {
+		d, err := Open(dir, SyncWrite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if round == 0 {
+			d.PutLedger(topic, &store.Ledger{ID: 1}, false)
+		}
+		for i := round * n / 2; i < (round+1)*n/2; i++ {
+			d.AppendEntry(topic, int64(i), &store.Entry{Data: body(i), Messages: 1})
+		}
+		if err := d.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		d.Crash()
+	}
+	st, rec := load(t, dir)
+	l := st.Ledgers[topic]
+	if l == nil || rec.Entries != n || rec.Cut != 0 {
+		t.Fatalf("recovered %+v", rec)
+	}
+	for i := range n {
+		if got := l.Log.Get(int64(i)); !bytes.Equal(got.Data, body(i)) {
+			t.Fatalf("entry %d of %d bytes does not match what was written", i, len(got.Data))
+		}
+	}
+}

@@ -83,3 +83,7 @@ func retry(listen func() error) error {
 	}
 	return err
 }
+
+// DataDirStats returns what the broker's data directory has committed since
+// the broker started (broker.Broker.DataDirStats).
+func (b *Broker) DataDirStats() durable.Stats { return b.srv.DataDirStats() }

@@ -401,3 +401,22 @@ func TestACrashKeepsCommittedTransactionsMessagesAndTheOpenOnesOpen(t *testing.T
 		t.Fatalf("after the restart the subscription gave %q before the message published last", got[0])
 	}
 }
+
+func TestDataDirStatsCountTheCommitsThatCarriedReceiptedMessages(t *testing.T) {
+	memory := testkit.Start(t)
+	if s := memory.DataDirStats(); s != (durable.Stats{}) {
+		t.Fatalf("a broker without a data directory reports %+v", s)
+	}
+	b := testkit.Start(t, testkit.WithDataDir(t.TempDir()), testkit.WithDataSync(durable.SyncWrite))
+	before := b.DataDirStats()
+	produceN(t, b.Client(), "persistent://public/default/stats", 10)
+	after := b.DataDirStats()
+	// Each Send waits for its receipt, so each entry has a commit of its
+	// own, with whatever the broker queued beside it.
+	if changes := after.Changes - before.Changes; changes < 10 {
+		t.Fatalf("%d changes committed for 10 receipted messages", changes)
+	}
+	if commits := after.Commits - before.Commits; commits < 10 || commits > after.Changes-before.Changes {
+		t.Fatalf("%d commits for 10 messages sent one after the other (%d changes)", commits, after.Changes-before.Changes)
+	}
+}
