@@ -50,6 +50,13 @@ type subRecord struct {
 	acked map[pos]time.Time
 	// cum lists the confirmed cumulative acknowledgements, in order.
 	cum []cumAck
+	// sent holds the entries an individual acknowledgement was sent for,
+	// and sentCum the furthest entry a cumulative one was sent through,
+	// confirmed or not: the broker may have applied one whose response a
+	// kill cut off.
+	sent    map[pos]bool
+	sentCum pos
+	anyCum  bool
 	// lostCum holds the cumulative acknowledgements a crash lost, for the
 	// entries from lostFrom on that have not come again yet.
 	lostCum  []cumAck
@@ -157,7 +164,7 @@ func (r *record) sub(topic, name string) *subRecord {
 	k := topic + "/" + name
 	s := r.subs[k]
 	if s == nil {
-		s = &subRecord{topic: topic, name: name, acked: map[pos]time.Time{},
+		s = &subRecord{topic: topic, name: name, acked: map[pos]time.Time{}, sent: map[pos]bool{},
 			batches: map[pos]*partialBatch{}, received: map[string]bool{}}
 		r.subs[k] = s
 	}
@@ -336,10 +343,33 @@ func (r *record) receiptsOf(topic string) map[string]string {
 	return out
 }
 
-// ackedByAll reports whether every subscription of topic has a confirmed
-// acknowledgement of the entry at p: Pulsar may then have deleted it (a
-// ledger whose entries every cursor has acknowledged is trimmed, without
+// ackSent notes an individual acknowledgement of id about to be sent.
+func (r *record) ackSent(s *subRecord, id pulsar.MessageID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s.sent[posOf(id)] = true
+}
+
+// cumulativeSent notes a cumulative acknowledgement of id about to be
+// sent (the entry it covers counted as cumulativeConfirmed counts it).
+func (r *record) cumulativeSent(s *subRecord, id pulsar.MessageID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := posOf(id)
+	if size := id.BatchSize(); size > 1 && id.BatchIdx() < size-1 {
+		p.entry--
+	}
+	if !s.anyCum || s.sentCum.less(p) {
+		s.sentCum, s.anyCum = p, true
+	}
+}
+
+// ackedByAll reports whether every subscription of topic may have
+// acknowledged the entry at p: Pulsar may then have deleted it (a ledger
+// whose entries every cursor has acknowledged is trimmed, without
 // retention), and a reader from the earliest position no longer reads it.
+// An acknowledgement counts once it was sent, confirmed or not: one whose
+// response a kill cut off may have been applied and persisted.
 func (r *record) ackedByAll(topic string, p pos) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -349,7 +379,7 @@ func (r *record) ackedByAll(topic string, p pos) bool {
 			continue
 		}
 		n++
-		if _, ok := s.acked[p]; ok {
+		if _, ok := s.acked[p]; ok || s.sent[p] || s.anyCum && !s.sentCum.less(p) {
 			continue
 		}
 		if i := sort.Search(len(s.cum), func(i int) bool { return !s.cum[i].through.less(p) }); i < len(s.cum) {

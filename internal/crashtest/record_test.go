@@ -119,3 +119,23 @@ func TestPayloadThatDoesNotCheckIsRefused(t *testing.T) {
 		t.Fatal("a torn payload checked")
 	}
 }
+
+func TestAnEntryMayBeTrimmedOnceEverySubscriptionSentItsAcknowledgement(t *testing.T) {
+	r, s := testRecord(t)
+	other := r.sub("t", "other")
+	cum := r.sub("t", "cum")
+	id := testID{ledger: 1, entry: 4, idx: -1}
+	r.ackConfirmed(s, id, time.Now())
+	r.cumulativeSent(cum, testID{ledger: 1, entry: 9, idx: -1})
+	if r.ackedByAll("t", posOf(id)) {
+		t.Fatal("trimmable before the other subscription sent any acknowledgement")
+	}
+	// Its response cut off by a kill: the broker may have applied it.
+	r.ackSent(other, id)
+	if !r.ackedByAll("t", posOf(id)) {
+		t.Fatal("not trimmable with every subscription's acknowledgement sent")
+	}
+	if r.ackedByAll("t", pos{1, 10}) {
+		t.Fatal("an entry no acknowledgement covered counted as trimmable")
+	}
+}

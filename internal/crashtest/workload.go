@@ -141,6 +141,7 @@ func (w *workload) consume(c pulsar.Consumer, s subSpec, sr *subRecord) {
 		if err != nil {
 			// Idle: acknowledge cumulatively what was received.
 			if s.cumulative && last != nil && sinceCum > 0 {
+				w.rec.cumulativeSent(sr, last)
 				if c.AckIDCumulative(last) == nil {
 					w.rec.cumulativeConfirmed(sr, last, time.Now())
 					sinceCum = 0
@@ -158,6 +159,7 @@ func (w *workload) consume(c pulsar.Consumer, s subSpec, sr *subRecord) {
 			last = m.ID()
 			sinceCum++
 			if sinceCum >= 8 {
+				w.rec.cumulativeSent(sr, last)
 				if c.AckIDCumulative(last) == nil {
 					w.rec.cumulativeConfirmed(sr, last, time.Now())
 					sinceCum = 0
@@ -167,6 +169,7 @@ func (w *workload) consume(c pulsar.Consumer, s subSpec, sr *subRecord) {
 			c.Nack(m)
 			w.rec.nacked(sr)
 		default:
+			w.rec.ackSent(sr, m.ID())
 			if c.Ack(m) == nil {
 				w.rec.ackConfirmed(sr, m.ID(), time.Now())
 			}
