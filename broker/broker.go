@@ -32,8 +32,11 @@ type Broker struct {
 	done     chan struct{}     // closed by Close
 	conns    map[*conn]struct{}
 	nextProd uint64
-	lookups  atomic.Int64 // LOOKUP commands answered
-	closed   bool
+	// prodPrefix is the number in the producer names this broker
+	// generates, taken from the store's counter as it was created.
+	prodPrefix uint64
+	lookups    atomic.Int64 // LOOKUP commands answered
+	closed     bool
 	// stopping is set once a stop began: the broker loads no more topics
 	// (under mu).
 	stopping bool
@@ -79,6 +82,8 @@ func New(opts ...Option) *Broker {
 	}
 	b.mu.Lock()
 	b.members[b.node] = b
+	b.prodPrefix = b.data.NextProducerPrefix
+	b.data.NextProducerPrefix++
 	b.mu.Unlock()
 	b.initTransactions()
 	return b
@@ -308,11 +313,14 @@ func (b *Broker) DropConnections() int {
 }
 
 // generatedProducerName returns a producer name in Pulsar's style,
-// "<cluster>-<broker instance>-<counter>".
+// "<cluster>-<broker prefix>-<counter>": a broker of a fresh standalone
+// names its producers standalone-0-0, standalone-0-1..., and once restarted
+// on its data standalone-1-0..., so that a deduplicating topic never takes
+// a new producer for an old one of the same name.
 func (b *Broker) generatedProducerName() string {
 	b.mu.Lock()
 	n := b.nextProd
 	b.nextProd++
 	b.mu.Unlock()
-	return fmt.Sprintf("%s-%d-%d", b.cfg.clusterName, b.node, n)
+	return fmt.Sprintf("%s-%d-%d", b.cfg.clusterName, b.prodPrefix, n)
 }

@@ -195,6 +195,8 @@ type metaRecord struct {
 	Namespaces         map[string]bool
 	NextLedger         uint64
 	AntiAffinityGroups map[string]string
+	// NextProducerPrefix is the store's producer-name counter.
+	NextProducerPrefix uint64 `json:",omitempty"`
 	// Bundles are the namespaces' bundle boundaries (their owners are not
 	// kept: a broker that starts takes them anew).
 	Bundles map[string][]uint32 `json:",omitempty"`
@@ -260,6 +262,7 @@ func (m *MetadataEncoder) Encode(st *store.Store) ([]byte, error) {
 		Tenants:            st.Registry.Tenants,
 		Namespaces:         st.Registry.Namespaces,
 		NextLedger:         st.NextLedger,
+		NextProducerPrefix: st.NextProducerPrefix,
 		AntiAffinityGroups: st.AntiAffinityGroups,
 		TenantClusters:     st.TenantClusters,
 	}
@@ -319,6 +322,7 @@ func decodeMeta(v []byte, st *store.Store) error {
 	if r.NextLedger > st.NextLedger {
 		st.NextLedger = r.NextLedger
 	}
+	st.NextProducerPrefix = max(st.NextProducerPrefix, r.NextProducerPrefix)
 	st.Schemas = map[string][]store.Schema{}
 	for topic, rs := range r.Schemas {
 		versions := make([]store.Schema, len(rs))

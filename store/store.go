@@ -20,6 +20,12 @@ type Store struct {
 	TopicPolicies map[string]model.Policies
 	// NextLedger is the id the next ledger gets.
 	NextLedger uint64
+	// NextProducerPrefix is the number the next broker to start takes for
+	// the producer names it generates ("<cluster>-<prefix>-<n>"), as
+	// Pulsar's brokers take theirs from a counter in the metadata store
+	// (/counters/producer-name): a broker started again on the same store
+	// generates names no earlier run gave out.
+	NextProducerPrefix uint64
 	// Ledgers are the persistent topics' ledgers, by canonical name.
 	Ledgers map[string]*Ledger
 	// Owners says which broker owns which namespace bundle.
