@@ -274,8 +274,16 @@ func TestDockerCLIRunsAStandalone(t *testing.T) {
 	}
 	waitHTTP(t, "http://127.0.0.1:"+web+"/admin/v2/clusters", `["cli"]`)
 	roundtrip(t, "pulsar://127.0.0.1:"+broker, "persistent://public/default/cli")
-	if logs := docker("logs", "cli-standalone"); !strings.Contains(logs, "Successfully updated the policies on namespace public/default") {
-		t.Fatalf("docker logs: %s", logs)
+	// The line Testcontainers' Pulsar modules wait for comes once the
+	// admin API answers, as the server sees it: it may follow the client's
+	// first answers by a poll, so the test waits for it as they do.
+	deadline := time.Now().Add(30 * time.Second)
+	for logs := ""; !strings.Contains(logs, "Successfully updated the policies on namespace public/default"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("docker logs: %s", logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+		logs = docker("logs", "cli-standalone")
 	}
 	docker("stop", "cli-standalone")
 	if ps := docker("ps", "-a", "--format", "{{.Names}} {{.Status}}"); !strings.HasPrefix(ps, "cli-standalone Exited") {
