@@ -64,6 +64,7 @@ func New(b *broker.Broker, opts ...Option) *Server {
 	s.routeMetrics()
 	s.routeSecurity()
 	s.routeTransactions()
+	s.routeDisabledServices()
 	s.routeRESTProducer()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, "Not found: "+r.URL.Path)
