@@ -167,6 +167,8 @@ func (s *Server) getNamespacePolicies(w http.ResponseWriter, r *http.Request) {
 	for _, p := range policyEndpoints {
 		if v, set := p.value(pol); set && p.jsonName != "" {
 			doc[p.jsonName] = v
+		} else if p.docWhenUnset && p.jsonName != "" {
+			doc[p.jsonName] = p.unset()
 		}
 	}
 	byCluster := func(v any, set bool) map[string]any {
