@@ -54,6 +54,7 @@ func New(b *broker.Broker, opts ...Option) *Server {
 	s.routeTopicMaintenance()
 	s.routePolicies()
 	s.routeNamespaceExtras()
+	s.routeNamespaceProperties()
 	s.routeTopicOffload()
 	s.routeCompaction()
 	s.routeSchemas()

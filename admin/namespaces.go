@@ -183,6 +183,7 @@ func (s *Server) getNamespacePolicies(w http.ResponseWriter, r *http.Request) {
 	doc["replicatorDispatchRate"] = byCluster(dispatchRateValue(pol.ReplicatorDispatchRate))
 	doc["publishMaxMessageRate"] = byCluster(publishRateEndpoint.value(pol))
 	doc["bundles"] = s.bundlesOf(ns)
+	doc["properties"] = propertiesOf(pol)
 	s.addSchemaPolicies(doc, pol)
 	s.namespaceDocExtras(doc, ns, pol)
 	if pol.AutoTopicCreation != nil {

@@ -192,6 +192,9 @@ type Policies struct {
 	// MaxMessageSize is a topic's maxMessageSize, in bytes. Default: the
 	// broker's maxMessageSize.
 	MaxMessageSize *int
+	// NamespaceProperties are a namespace's properties (properties), keys
+	// and values of the user's own. Set on namespaces only.
+	NamespaceProperties map[string]string
 	// DispatcherPauseOnAckStatePersistent is
 	// dispatcherPauseOnAckStatePersistent
 	// (dispatcherPauseOnAckStatePersistentEnabled). Default false.
