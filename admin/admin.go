@@ -55,6 +55,7 @@ func New(b *broker.Broker, opts ...Option) *Server {
 	s.routePolicies()
 	s.routeNamespaceExtras()
 	s.routeNamespaceProperties()
+	s.routeEntryFilters()
 	s.routeTopicOffload()
 	s.routeCompaction()
 	s.routeSchemas()
