@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-
-	"github.com/pulsarsim/pulsarsim/broker"
 )
 
 // The routes that move a subscription's cursor: skip, skip_all (clear
@@ -67,23 +65,21 @@ func (s *Server) resetCursorToTime(w http.ResponseWriter, r *http.Request) {
 }
 
 // resetCursorToMessage resets to the message id of the body, as pulsar-admin
-// sends it ({"ledgerId": L, "entryId": E, ...}); isExcluded=true starts
-// after it.
+// sends it ({"ledgerId": L, "entryId": E, "excluded": B, ...}); excluded
+// (or ?isExcluded=true) starts after it.
 func (s *Server) resetCursorToMessage(w http.ResponseWriter, r *http.Request) {
 	topic, err := topicFromPath(r)
-	var body struct {
-		LedgerID *int64 `json:"ledgerId"`
-		EntryID  *int64 `json:"entryId"`
-	}
+	var body positionBody
 	if err == nil {
 		err = decodeJSON(r, &body)
 	}
-	if err == nil && (body.LedgerID == nil || body.EntryID == nil) {
+	id, ok := body.id()
+	if err == nil && !ok {
 		err = errStatus(http.StatusBadRequest, "Invalid message id")
 	}
 	if err == nil {
-		id := broker.MessageID{Ledger: *body.LedgerID, Entry: *body.EntryID}
-		err = s.b.ResetCursorToMessage(topic, r.PathValue("sub"), id, boolParam(r, "isExcluded"))
+		excluded := body.Excluded || boolParam(r, "isExcluded")
+		err = s.b.ResetCursorToMessage(topic, r.PathValue("sub"), id, excluded)
 	}
 	reply(w, nil, err)
 }

@@ -61,12 +61,48 @@ func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) {
 	reply(w, map[string]any{"adminRoles": roles, "allowedClusters": s.tenantClusters(r.PathValue("tenant"))}, nil)
 }
 
+// forceDeleteAllowed reports whether the dynamic configuration allows a
+// forced deletion (forceDeleteNamespaceAllowed, forceDeleteTenantAllowed:
+// false by default, as on Pulsar).
+func (s *Server) forceDeleteAllowed(name string) bool {
+	return s.b.DynamicConfig()[name] == "true"
+}
+
+// deleteTenant deletes a tenant without namespaces. With ?force=true, which
+// the broker refuses unless forceDeleteTenantAllowed is set, its
+// namespaces and their topics go first.
 func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request) {
-	reply(w, nil, s.b.DeleteTenant(r.PathValue("tenant")))
+	tenant := r.PathValue("tenant")
+	force := boolParam(r, "force")
+	var err error
+	if force && !s.forceDeleteAllowed("forceDeleteTenantAllowed") {
+		err = errStatus(http.StatusMethodNotAllowed, "Broker doesn't allow forced deletion of tenants")
+	}
+	if err == nil && force {
+		list, lerr := s.b.Namespaces(tenant)
+		for _, ns := range list {
+			if lerr == nil {
+				lerr = s.b.DeleteNamespace(ns, true)
+			}
+		}
+		if !errors.Is(lerr, broker.ErrTenantNotFound) {
+			err = lerr
+		}
+	}
+	if err == nil {
+		err = s.b.DeleteTenant(tenant)
+	}
+	if errors.Is(err, broker.ErrTenantNotFound) {
+		err = errStatus(http.StatusNotFound, "Tenant doesn't exist")
+	}
+	reply(w, nil, err)
 }
 
 func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) {
 	list, err := s.b.Namespaces(r.PathValue("tenant"))
+	if errors.Is(err, broker.ErrTenantNotFound) {
+		err = errStatus(http.StatusNotFound, "Tenant not found")
+	}
 	reply(w, list, err)
 }
 
@@ -131,6 +167,8 @@ func (s *Server) getNamespacePolicies(w http.ResponseWriter, r *http.Request) {
 	for _, p := range policyEndpoints {
 		if v, set := p.value(pol); set && p.jsonName != "" {
 			doc[p.jsonName] = v
+		} else if p.docWhenUnset && p.jsonName != "" {
+			doc[p.jsonName] = p.unset()
 		}
 	}
 	byCluster := func(v any, set bool) map[string]any {
@@ -145,6 +183,7 @@ func (s *Server) getNamespacePolicies(w http.ResponseWriter, r *http.Request) {
 	doc["replicatorDispatchRate"] = byCluster(dispatchRateValue(pol.ReplicatorDispatchRate))
 	doc["publishMaxMessageRate"] = byCluster(publishRateEndpoint.value(pol))
 	doc["bundles"] = s.bundlesOf(ns)
+	doc["properties"] = propertiesOf(pol)
 	s.addSchemaPolicies(doc, pol)
 	s.namespaceDocExtras(doc, ns, pol)
 	if pol.AutoTopicCreation != nil {
@@ -153,10 +192,17 @@ func (s *Server) getNamespacePolicies(w http.ResponseWriter, r *http.Request) {
 	reply(w, doc, nil)
 }
 
+// deleteNamespace deletes a namespace without topics; with ?force=true,
+// which the broker refuses unless forceDeleteNamespaceAllowed is set, its
+// topics go with it.
 func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) {
 	ns, err := namespaceFromPath(r)
+	force := boolParam(r, "force")
+	if err == nil && force && !s.forceDeleteAllowed("forceDeleteNamespaceAllowed") {
+		err = errStatus(http.StatusMethodNotAllowed, "Broker doesn't allow forced deletion of namespaces")
+	}
 	if err == nil {
-		err = s.b.DeleteNamespace(ns, boolParam(r, "force"))
+		err = s.b.DeleteNamespace(ns, force)
 	}
 	if errors.Is(err, broker.ErrNamespaceNotFound) {
 		// Pulsar's deletion names the namespace, with a full stop.

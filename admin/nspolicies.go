@@ -418,7 +418,7 @@ func (s *Server) nsSubscriptionRoute(r *http.Request, parts []string) (http.Hand
 		h, pattern = s.unsubscribeBundle, ns+"{bundle}/unsubscribe/{sub}"
 		names = map[int]string{3: "tenant", 4: "ns", 5: "bundle", 7: "sub"}
 	default:
-		return nil, ""
+		return s.nsPropertyRoute(r, parts)
 	}
 	if !setPathValues(r, parts, names) {
 		return nil, ""

@@ -93,6 +93,15 @@ type policyEndpoint struct {
 	// removing the policy of a missing namespace answers, where Pulsar's
 	// words are not "Namespace does not exist" (namespaceMissing).
 	nsMissing *string
+	// topicUnsetValue, when set, is what a topic-level GET of an unset
+	// policy answers instead of an empty body.
+	topicUnsetValue func() any
+	// docWhenUnset puts unset's value in a namespace's policies document
+	// when the policy is unset there, as Pulsar writes its default.
+	docWhenUnset bool
+	// limit, when set, refuses a topic-level value beyond what the broker
+	// allows (checked after check).
+	limit func(b *broker.Broker, own broker.Policies) error
 }
 
 // Pulsar's reasons for a missing namespace where a policy's update reads
@@ -398,14 +407,16 @@ func (s *Server) routePolicies() {
 	for _, p := range policyEndpoints {
 		ns := "/admin/v2/namespaces/{tenant}/{ns}/" + p.nsPath
 		topic := "/admin/v2/{domain}/{tenant}/{ns}/{topic}/" + p.topicPath
-		s.mux.HandleFunc("GET "+ns, s.getNamespacePolicy(p))
 		method := p.nsMethod
 		if method == "" {
 			method = "POST"
 		}
-		s.mux.HandleFunc(method+" "+ns, s.setNamespacePolicy(p))
-		if !p.nsNoDelete {
-			s.mux.HandleFunc("DELETE "+ns, s.removeNamespacePolicy(p))
+		if p.nsPath != "" { // else a topic policy only
+			s.mux.HandleFunc("GET "+ns, s.getNamespacePolicy(p))
+			s.mux.HandleFunc(method+" "+ns, s.setNamespacePolicy(p))
+			if !p.nsNoDelete {
+				s.mux.HandleFunc("DELETE "+ns, s.removeNamespacePolicy(p))
+			}
 		}
 		if p.topicPath == "" {
 			continue // a namespace policy only
@@ -581,6 +592,10 @@ func (s *Server) getTopicPolicy(p policyEndpoint) http.HandlerFunc {
 			reply(w, nil, err)
 			return
 		}
+		if _, set := p.value(pol); !set && p.topicUnsetValue != nil {
+			reply(w, p.topicUnsetValue(), nil)
+			return
+		}
 		answerPolicy(w, p, pol, p.topicUnset)
 	}
 }
@@ -620,7 +635,18 @@ func (s *Server) setTopicPolicy(p policyEndpoint) http.HandlerFunc {
 			change, err = readChange(r, p, p.topicEmpty, true)
 		}
 		if err == nil && change != nil {
-			err = s.updateTopicPolicy(topic, change, p.check)
+			check := p.check
+			if p.limit != nil {
+				check = func(own, ns broker.Policies, topicLevel bool) error {
+					if p.check != nil {
+						if err := p.check(own, ns, topicLevel); err != nil {
+							return err
+						}
+					}
+					return p.limit(s.b, own)
+				}
+			}
+			err = s.updateTopicPolicy(topic, change, check)
 		}
 		reply(w, nil, err)
 	}

@@ -19,8 +19,15 @@ func (s *Server) createTopic(w http.ResponseWriter, r *http.Request) {
 	reply(w, nil, err)
 }
 
+// deleteTopic deletes a non-partitioned topic or one partition; Pulsar
+// refuses a partitioned topic's own name with 409.
 func (s *Server) deleteTopic(w http.ResponseWriter, r *http.Request) {
 	topic, err := topicFromPath(r)
+	if tn, perr := broker.ParseTopicName(topic); err == nil && perr == nil && tn.Partition < 0 {
+		if n, _ := s.b.PartitionedMetadata(topic); n > 0 {
+			err = errStatus(http.StatusConflict, topic+" is a partitioned topic, instead of calling delete topic, please call delete-partitioned-topic.")
+		}
+	}
 	if err == nil {
 		err = s.b.DeleteTopic(topic, boolParam(r, "force"))
 	}

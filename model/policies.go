@@ -167,6 +167,38 @@ type Policies struct {
 	// roles listed (and super-users and the tenant's admins). Set on
 	// namespaces only.
 	SubscriptionAuthRoles map[string][]string
+
+	// The policies below are stored and served only: pulsarsim does not
+	// apply them yet (FIDELITY.md, "pulsar-admin: the commands compared").
+
+	// SubscriptionTypesEnabled are the subscription types a topic accepts
+	// (subscriptionTypesEnabled, subscription_types_enabled); nil or empty:
+	// the broker's, every type.
+	SubscriptionTypesEnabled *[]string
+	// SubscriptionExpirationMinutes is a namespace's
+	// subscriptionExpirationTime (subscription_expiration_time_minutes):
+	// inactive subscriptions older than that are deleted. Default 0, never.
+	SubscriptionExpirationMinutes *int
+	// AutoSubscriptionCreation is autoSubscriptionCreation
+	// (autoSubscriptionCreationOverride): whether a consumer may create a
+	// subscription. Default: the broker's allowAutoSubscriptionCreation.
+	AutoSubscriptionCreation *bool
+	// MaxTopicsPerNamespace is a namespace's maxTopicsPerNamespace
+	// (max_topics_per_namespace). Default 0, no limit.
+	MaxTopicsPerNamespace *int
+	// DeduplicationSnapshotIntervalSeconds is
+	// deduplicationSnapshotInterval (deduplicationSnapshotIntervalSeconds).
+	DeduplicationSnapshotIntervalSeconds *int
+	// MaxMessageSize is a topic's maxMessageSize, in bytes. Default: the
+	// broker's maxMessageSize.
+	MaxMessageSize *int
+	// NamespaceProperties are a namespace's properties (properties), keys
+	// and values of the user's own. Set on namespaces only.
+	NamespaceProperties map[string]string
+	// DispatcherPauseOnAckStatePersistent is
+	// dispatcherPauseOnAckStatePersistent
+	// (dispatcherPauseOnAckStatePersistentEnabled). Default false.
+	DispatcherPauseOnAckStatePersistent *bool
 }
 
 // OffloadPolicies is a tiered-storage offload policy (Pulsar's
