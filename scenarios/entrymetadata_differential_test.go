@@ -37,6 +37,17 @@ func entryMetadataStory(t *testing.T, tg *scenarios.Target, admin string) []stri
 	client := tg.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// A failure names the broker, the stage and the time into the story,
+	// so that a run whose only record is its log says where it stopped.
+	broker, stage, start := "pulsarsim", "the batch", time.Now()
+	if tg.Sim == nil {
+		broker = "the real Pulsar"
+	}
+	fatalf := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("on %s, at %s, %v into the story: %s", broker, stage, time.Since(start).Round(time.Millisecond),
+			fmt.Sprintf(format, args...))
+	}
 	var notes []string
 	note := func(where string, m pulsar.Message) {
 		idx := "none"
@@ -56,9 +67,15 @@ func entryMetadataStory(t *testing.T, tg *scenarios.Target, admin string) []stri
 		for range n {
 			m, err := c.Receive(ctx)
 			if err != nil {
-				t.Fatalf("%s: %v", where, err)
+				fatalf("%s: %v", where, err)
 			}
-			c.Ack(m)
+			// Every message of a non-persistent topic has the id 0:0, on
+			// both brokers: pulsar-client-go drops one that arrives while
+			// the acknowledgement of another waits in its grouping window,
+			// as a duplicate. Pulsar ignores those acknowledgements anyway.
+			if !strings.HasPrefix(m.Topic(), "non-persistent://") {
+				c.Ack(m)
+			}
 			note(where, m)
 		}
 	}
@@ -66,7 +83,7 @@ func entryMetadataStory(t *testing.T, tg *scenarios.Target, admin string) []stri
 		c, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s",
 			SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
 		if err != nil {
-			t.Fatal(err)
+			fatalf("%v", err)
 		}
 		t.Cleanup(c.Close)
 		return c
@@ -74,7 +91,7 @@ func entryMetadataStory(t *testing.T, tg *scenarios.Target, admin string) []stri
 	send := func(p pulsar.Producer, payloads ...string) {
 		for _, pl := range payloads {
 			if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(pl)}); err != nil {
-				t.Fatal(err)
+				fatalf("%v", err)
 			}
 		}
 	}
@@ -82,7 +99,7 @@ func entryMetadataStory(t *testing.T, tg *scenarios.Target, admin string) []stri
 		p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: !batch,
 			BatchingMaxMessages: 3, BatchingMaxPublishDelay: time.Hour})
 		if err != nil {
-			t.Fatal(err)
+			fatalf("%v", err)
 		}
 		t.Cleanup(p.Close)
 		return p
@@ -97,20 +114,22 @@ func entryMetadataStory(t *testing.T, tg *scenarios.Target, admin string) []stri
 			func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) { done <- err })
 	}
 	if err := batcher.FlushWithCtx(ctx); err != nil {
-		t.Fatal(err)
+		fatalf("%v", err)
 	}
 	for range 3 {
 		if err := <-done; err != nil {
-			t.Fatal(err)
+			fatalf("%v", err)
 		}
 	}
 	send(producer(topic, false), "s0", "s1")
+	stage = "the first receives"
 	receive(subscribe(topic), "topic", 5)
 	for _, pos := range []int{1, 2} {
 		notes = append(notes, fmt.Sprintf("examine %d: %s", pos, examineEntryMetadata(t, admin, topic, pos)))
 	}
 	// On the wire: only a client of protocol 18 or later that announces
 	// support gets the block.
+	stage = "the wire"
 	for i, c := range []struct {
 		version  int32
 		announce bool
@@ -120,6 +139,7 @@ func entryMetadataStory(t *testing.T, tg *scenarios.Target, admin string) []stri
 	}
 
 	// Each partition counts on its own.
+	stage = "the partitions"
 	parted := tg.Topic("entry-metadata-parted")
 	adminPut(t, admin+"/admin/v2/persistent/"+strings.TrimPrefix(parted, "persistent://")+"/partitions", "2")
 	for i := range 2 {
@@ -130,20 +150,23 @@ func entryMetadataStory(t *testing.T, tg *scenarios.Target, admin string) []stri
 
 	// Stored sizes count the block: three REST producer messages, whose
 	// entries are alike on both brokers but for the broker's bytes.
+	stage = "the REST producer"
 	sized := tg.Topic("entry-metadata-sized")
 	adminPut(t, admin+"/admin/v2/persistent/"+strings.TrimPrefix(sized, "persistent://"), "")
-	resp, err := http.Post(admin+"/topics/persistent/"+strings.TrimPrefix(sized, "persistent://"), "application/json",
+	rest := &http.Client{Timeout: 30 * time.Second}
+	resp, err := rest.Post(admin+"/topics/persistent/"+strings.TrimPrefix(sized, "persistent://"), "application/json",
 		strings.NewReader(`{"messages":[{"payload":"a"},{"payload":"bb"},{"payload":"ccc"}]}`))
 	if err != nil {
-		t.Fatal(err)
+		fatalf("%v", err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("REST producer on %s: %s", sized, resp.Status)
+		fatalf("REST producer on %s: %s", sized, resp.Status)
 	}
 	notes = append(notes, "sizes: "+storedSizes(t, admin, sized))
 
 	// A non-persistent topic delivers to the consumers present.
+	stage = "the non-persistent topic"
 	np := strings.Replace(tg.Topic("entry-metadata-np"), "persistent://", "non-persistent://", 1)
 	c := subscribe(np)
 	// The client sends its first FLOW from a goroutine of its own, and a
