@@ -213,3 +213,20 @@ func TestDeletedClusterKeepsItsFailureDomainsAsPulsarDoes(t *testing.T) {
 		t.Fatalf("rack1 after the cluster came back: %+v, %v", got, err)
 	}
 }
+
+// As on a real 4.0.8 (asked by hand): a migration written for a cluster
+// that does not exist puts its name in the list of clusters, though the
+// cluster itself is still not found.
+func TestClusterWithOnlyAMigrationIsListedAsPulsarLists(t *testing.T) {
+	_, a, base := startAdmin(t)
+	body := `{"serviceUrl":"http://green:8080","brokerServiceUrl":"pulsar://green:6650"}`
+	if status, got := call(t, base, "POST", "/admin/v2/clusters/blue/migrate?migrated=true", body); status != 200 {
+		t.Fatalf("migrate a cluster that does not exist: %d %s", status, got)
+	}
+	if list, err := a.Clusters().List(); err != nil || !slices.Equal(list, []string{"blue", "standalone"}) {
+		t.Fatalf("clusters after the migration: %v, %v", list, err)
+	}
+	if _, err := a.Clusters().Get("blue"); err == nil {
+		t.Fatal("the migrated cluster exists")
+	}
+}

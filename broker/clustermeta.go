@@ -152,7 +152,7 @@ func (m *clusterMeta) existsLocked(cluster string) bool {
 // Clusters returns the names of the clusters the configuration store
 // lists, sorted: the broker's own and those created since, and, as
 // Pulsar's store lists them, those deleted after a failure domain was
-// written for them.
+// written for them and those that only have cluster policies.
 func (b *Broker) Clusters() []string {
 	m := b.meta
 	m.mu.Lock()
@@ -160,6 +160,13 @@ func (b *Broker) Clusters() []string {
 	names := slices.Collect(maps.Keys(m.clusters))
 	for name := range m.domains {
 		if !m.existsLocked(name) {
+			names = append(names, name)
+		}
+	}
+	// Cluster policies (a migration) are a child of the cluster's node in
+	// Pulsar's metadata too: the name is listed though the cluster is not.
+	for name := range m.policies {
+		if !m.existsLocked(name) && !slices.Contains(names, name) {
 			names = append(names, name)
 		}
 	}
