@@ -50,6 +50,7 @@ func New(b *broker.Broker, opts ...Option) *Server {
 	s := &Server{b: b, mux: http.NewServeMux(), clusterMux: http.NewServeMux()}
 	s.routeNamespaces()
 	s.routeTopics()
+	s.routeTopicProperties()
 	s.routeCursors()
 	s.routeTopicMaintenance()
 	s.routePolicies()
@@ -107,7 +108,7 @@ func (s *Server) routeTopics() {
 	const topic = "/admin/v2/{domain}/{tenant}/{ns}/{topic}"
 	m.HandleFunc("GET /admin/v2/{domain}/{tenant}/{ns}", s.listTopics)
 	m.HandleFunc("GET /admin/v2/{domain}/{tenant}/{ns}/partitioned", s.listPartitionedTopics)
-	m.HandleFunc("PUT "+topic, s.inNamespace(s.createTopic))
+	m.HandleFunc("PUT "+topic, s.inNamespace(s.createTopicWithBody))
 	m.HandleFunc("DELETE "+topic, s.deleteTopic)
 	m.HandleFunc("PUT "+topic+"/partitions", s.inNamespace(s.createPartitionedTopic))
 	m.HandleFunc("POST "+topic+"/partitions", s.updatePartitions)

@@ -153,12 +153,6 @@ func readInt(r *http.Request) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var meta struct {
-		Partitions *int `json:"partitions"`
-	}
-	if json.Unmarshal(body, &meta) == nil && meta.Partitions != nil {
-		return *meta.Partitions, nil
-	}
 	var n flexInt
 	if err := json.Unmarshal(body, &n); err != nil {
 		return 0, badBody(body, err)

@@ -61,6 +61,9 @@ func jacksonMessage(body []byte, err error) string {
 	switch {
 	case errors.As(err, &num):
 		start := valueStart(body, num.value)
+		if m, ok := containerForScalar(num.javaType, num.value); ok {
+			return m + location(body, start)
+		}
 		return fmt.Sprintf("Cannot deserialize value of type `%s` from %s: not a valid `%s` value", num.javaType,
 			jacksonValue(num.value), num.javaType) + location(body, start)
 	case errors.As(err, &typ):
@@ -74,6 +77,11 @@ func jacksonMessage(body []byte, err error) string {
 		case strings.HasPrefix(text, "{") && (k == reflect.Slice || k == reflect.Array):
 			return fmt.Sprintf("Cannot deserialize value of type `%s` from Object value (token `JsonToken.START_OBJECT`)",
 				java) + location(body, start)
+		}
+		if k != reflect.Slice && k != reflect.Map && k != reflect.Struct && k != reflect.Array {
+			if m, ok := containerForScalar(java, text); ok {
+				return m + location(body, start)
+			}
 		}
 		if k == reflect.Slice || k == reflect.Map || k == reflect.Struct || k == reflect.Array {
 			return fmt.Sprintf("Cannot construct instance of `%s` (although at least one Creator exists): "+
@@ -90,6 +98,18 @@ func jacksonMessage(body []byte, err error) string {
 		return endOfInput(body)
 	}
 	return "Cannot read the request body" + location(body, 0)
+}
+
+// containerForScalar words an object or an array where a scalar of the
+// Java type java was wanted; ok is false for any other value.
+func containerForScalar(java, text string) (string, bool) {
+	switch {
+	case strings.HasPrefix(text, "{"):
+		return fmt.Sprintf("Cannot deserialize value of type `%s` from Object value (token `JsonToken.START_OBJECT`)", java), true
+	case strings.HasPrefix(text, "["):
+		return fmt.Sprintf("Cannot deserialize value of type `%s` from Array value (token `JsonToken.START_ARRAY`)", java), true
+	}
+	return "", false
 }
 
 // endOfInput words a body cut short: the object or array still open, and
@@ -277,6 +297,11 @@ func javaTypeName(t reflect.Type) string {
 	case reflect.Slice, reflect.Array:
 		return "java.util.ArrayList"
 	case reflect.Map:
+		if t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String {
+			// A Map<String, String> parameter: Jackson names its type
+			// arguments.
+			return "java.util.LinkedHashMap<java.lang.String,java.lang.String>"
+		}
 		return "java.util.LinkedHashMap"
 	case reflect.Pointer:
 		return javaTypeName(t.Elem())

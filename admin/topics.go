@@ -11,14 +11,6 @@ import (
 
 // Handlers for topics, partitioned topics and subscriptions.
 
-func (s *Server) createTopic(w http.ResponseWriter, r *http.Request) {
-	topic, err := topicFromPath(r)
-	if err == nil {
-		err = s.b.CreateTopic(topic)
-	}
-	reply(w, nil, err)
-}
-
 // deleteTopic deletes a non-partitioned topic or one partition; Pulsar
 // refuses a partitioned topic's own name with 409.
 func (s *Server) deleteTopic(w http.ResponseWriter, r *http.Request) {
@@ -37,11 +29,12 @@ func (s *Server) deleteTopic(w http.ResponseWriter, r *http.Request) {
 func (s *Server) createPartitionedTopic(w http.ResponseWriter, r *http.Request) {
 	topic, err := topicFromPath(r)
 	var n int
+	var props map[string]string
 	if err == nil {
-		n, err = readInt(r)
+		n, props, err = readPartitionedMetadata(r)
 	}
 	if err == nil {
-		err = s.b.CreatePartitionedTopic(topic, n)
+		err = s.b.CreatePartitionedTopicWithProperties(topic, n, props)
 	}
 	reply(w, nil, err)
 }
@@ -77,12 +70,7 @@ func (s *Server) getPartitions(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, err)
 		return
 	}
-	// Pulsar's PartitionedTopicMetadata also says whether the topic is
-	// being deleted; it is not, once it answers.
-	reply(w, struct {
-		Partitions int  `json:"partitions"`
-		Deleted    bool `json:"deleted"`
-	}{n, false}, nil)
+	reply(w, s.partitionedMetadataOf(topic, n), nil)
 }
 
 func (s *Server) deletePartitionedTopic(w http.ResponseWriter, r *http.Request) {

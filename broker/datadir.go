@@ -163,7 +163,8 @@ func (t *Topic) ledgerPropertiesLocked() *ledger {
 		ID: t.ledger, Log: t.log, Created: t.created,
 		Terminated: t.terminated,
 		TopicEpoch: t.topicEpoch, HasEpoch: t.hasEpoch,
-		View: t.view,
+		View:       t.view,
+		Properties: t.properties,
 	}
 	if t.dedup.on {
 		l.DedupLast = t.dedup.last

@@ -70,6 +70,7 @@ func (b *Broker) loadLedgerLocked(t *Topic) bool {
 	l.Loaded = true
 	t.ledger, t.log, t.created = l.ID, l.Log, l.Created
 	t.terminated = l.Terminated
+	t.properties = l.Properties
 	t.topicEpoch, t.hasEpoch = l.TopicEpoch, l.HasEpoch
 	t.view = l.View
 	t.buf = l.Buf
@@ -127,9 +128,10 @@ func (t *Topic) releaseLocked(tell bool, dst *bundles.Node) *ledger {
 		Subs:       map[string]durableSub{},
 		Terminated: t.terminated,
 		TopicEpoch: t.topicEpoch, HasEpoch: t.hasEpoch,
-		DedupLast: maps.Clone(t.dedup.last),
-		View:      t.view,
-		Buf:       t.buf,
+		DedupLast:  maps.Clone(t.dedup.last),
+		Properties: t.properties,
+		View:       t.view,
+		Buf:        t.buf,
 	}
 	// Pulsar loads the topic anew: its compaction status starts again
 	// from NOT_RUN (the compacted view stays).

@@ -40,6 +40,9 @@ type Topic struct {
 	hasEpoch   bool
 	// terminated topics refuse new messages (terminate.go).
 	terminated bool
+	// properties are the topic's own (topicproperties.go), nil for none;
+	// replaced, never changed in place, so a ledger may share the map.
+	properties map[string]string
 	subs       map[string]*Subscription
 	deleted    bool
 	// released is set when the topic was taken off its broker (load.go):

@@ -8,20 +8,7 @@ import "sort"
 // CreateTopic creates a non-partitioned topic. It fails with ErrTopicExists
 // when a topic or a partitioned topic has the name already.
 func (b *Broker) CreateTopic(name string) error {
-	tn, err := ParseTopicName(name)
-	if err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.namespaceReadyLocked(tn.NamespaceName()) {
-		return errNoNamespace
-	}
-	if b.topicExistsLocked(tn) {
-		return ErrTopicExists
-	}
-	b.createOrRecordLocked(tn)
-	return nil
+	return b.CreateTopicWithProperties(name, nil)
 }
 
 // CreatePartitionedTopic creates a partitioned topic with n partitions, named
@@ -115,6 +102,7 @@ func (b *Broker) deleteTopics(tn TopicName, force bool) error {
 	}
 	b.mu.Lock()
 	delete(b.data.Partitioned, tn.String())
+	delete(b.data.PartitionedProperties, tn.String())
 	b.forgetTopicLocked(tn)
 	b.mu.Unlock()
 	return nil

@@ -55,6 +55,7 @@ func (d *Disk) PutLedger(topic string, l *store.Ledger, withCursors bool) {
 	r := ledgerRecord{
 		ID: l.ID, Created: l.Created, Terminated: l.Terminated,
 		TopicEpoch: l.TopicEpoch, HasEpoch: l.HasEpoch, DedupLast: l.DedupLast, Dedup: l.DedupLast != nil,
+		Properties: l.Properties,
 	}
 	if l.View.Has || l.View.Ran {
 		view := l.View

@@ -150,6 +150,7 @@ type ledgerRecord struct {
 	HasEpoch   bool                 `json:",omitempty"`
 	DedupLast  map[string]int64     `json:",omitempty"`
 	Dedup      bool                 `json:",omitempty"` // deduplication was on: DedupLast is set, if empty
+	Properties map[string]string    `json:",omitempty"`
 	View       *store.CompactedView `json:",omitempty"`
 }
 
@@ -187,14 +188,16 @@ func newCursorRecord(s store.DurableSub) cursorRecord {
 // metaRecord is the metadata of the store: what Pulsar keeps in its
 // metadata store.
 type metaRecord struct {
-	Partitioned        map[string]int
-	Schemas            map[string][]schemaRecord
-	NamespacePolicies  map[string]model.Policies
-	TopicPolicies      map[string]model.Policies
-	Tenants            map[string]bool
-	Namespaces         map[string]bool
-	NextLedger         uint64
-	AntiAffinityGroups map[string]string
+	Partitioned map[string]int
+	// PartitionedProperties are the partitioned topics' properties.
+	PartitionedProperties map[string]map[string]string `json:",omitempty"`
+	Schemas               map[string][]schemaRecord
+	NamespacePolicies     map[string]model.Policies
+	TopicPolicies         map[string]model.Policies
+	Tenants               map[string]bool
+	Namespaces            map[string]bool
+	NextLedger            uint64
+	AntiAffinityGroups    map[string]string
 	// NextProducerPrefix is the store's producer-name counter.
 	NextProducerPrefix uint64 `json:",omitempty"`
 	// Bundles are the namespaces' bundle boundaries (their owners are not
@@ -255,16 +258,17 @@ func (m *MetadataEncoder) Encode(st *store.Store) ([]byte, error) {
 	}
 	seen := make(map[*pb.Schema]bool, len(m.schemas))
 	r := metaRecord{
-		Partitioned:        st.Partitioned,
-		Schemas:            map[string][]schemaRecord{},
-		NamespacePolicies:  st.NamespacePolicies,
-		TopicPolicies:      st.TopicPolicies,
-		Tenants:            st.Registry.Tenants,
-		Namespaces:         st.Registry.Namespaces,
-		NextLedger:         st.NextLedger,
-		NextProducerPrefix: st.NextProducerPrefix,
-		AntiAffinityGroups: st.AntiAffinityGroups,
-		TenantClusters:     st.TenantClusters,
+		Partitioned:           st.Partitioned,
+		PartitionedProperties: st.PartitionedProperties,
+		Schemas:               map[string][]schemaRecord{},
+		NamespacePolicies:     st.NamespacePolicies,
+		TopicPolicies:         st.TopicPolicies,
+		Tenants:               st.Registry.Tenants,
+		Namespaces:            st.Registry.Namespaces,
+		NextLedger:            st.NextLedger,
+		NextProducerPrefix:    st.NextProducerPrefix,
+		AntiAffinityGroups:    st.AntiAffinityGroups,
+		TenantClusters:        st.TenantClusters,
 	}
 	if st.Owners != nil {
 		r.Bundles = st.Owners.AllBoundaries()
@@ -311,11 +315,13 @@ func decodeMeta(v []byte, st *store.Store) error {
 		return err
 	}
 	orEmpty(&r.Partitioned)
+	orEmpty(&r.PartitionedProperties)
 	orEmpty(&r.NamespacePolicies)
 	orEmpty(&r.TopicPolicies)
 	orEmpty(&r.AntiAffinityGroups)
 	orEmpty(&r.TenantClusters)
 	st.Partitioned, st.NamespacePolicies, st.TopicPolicies = r.Partitioned, r.NamespacePolicies, r.TopicPolicies
+	st.PartitionedProperties = r.PartitionedProperties
 	st.AntiAffinityGroups = r.AntiAffinityGroups
 	st.TenantClusters = r.TenantClusters
 	st.Registry.Tenants, st.Registry.Namespaces = r.Tenants, r.Namespaces

@@ -54,7 +54,8 @@ func (d *Disk) Load(st *store.Store, appendEntry Appender) (Recovery, error) {
 			l := &store.Ledger{
 				ID: lr.ID, Created: lr.Created, Terminated: lr.Terminated,
 				TopicEpoch: lr.TopicEpoch, HasEpoch: lr.HasEpoch, DedupLast: lr.DedupLast,
-				Subs: map[string]store.DurableSub{}, Log: &store.Log{},
+				Properties: lr.Properties,
+				Subs:       map[string]store.DurableSub{}, Log: &store.Log{},
 			}
 			if lr.Dedup && l.DedupLast == nil {
 				l.DedupLast = map[string]int64{}

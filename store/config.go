@@ -18,6 +18,10 @@ type Config struct {
 	// Partitioned is the partitioned-topic metadata: base name ->
 	// partitions.
 	Partitioned map[string]int
+	// PartitionedProperties are the properties of the partitioned topics
+	// created or updated with some (Pulsar keeps them in the partitioned
+	// metadata): base name -> properties.
+	PartitionedProperties map[string]map[string]string
 	// NamespacePolicies hold the policies set on a namespace. PolicyGen
 	// counts the changes of every policy (a namespace's or a topic's): it
 	// changes with them, and is read atomically by topics checking the
@@ -36,8 +40,9 @@ type Config struct {
 // NewConfig returns an empty configuration store.
 func NewConfig() *Config {
 	return &Config{
-		Partitioned:       map[string]int{},
-		NamespacePolicies: map[string]model.Policies{},
-		TenantClusters:    map[string][]string{},
+		Partitioned:           map[string]int{},
+		PartitionedProperties: map[string]map[string]string{},
+		NamespacePolicies:     map[string]model.Policies{},
+		TenantClusters:        map[string][]string{},
 	}
 }

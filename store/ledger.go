@@ -30,6 +30,9 @@ type Ledger struct {
 	TopicEpoch uint64
 	HasEpoch   bool
 	DedupLast  map[string]int64
+	// Properties are the topic's properties, kept in its managed ledger's
+	// metadata in Pulsar; nil for none.
+	Properties map[string]string
 	View       CompactedView
 	Buf        *txn.Buffer
 }
