@@ -157,25 +157,33 @@ func (d *Disk) run() {
 		}
 		batch, d.queue = d.queue, batch[:0]
 		d.mu.Unlock()
-		err := d.db.Update(func(tx *bolt.Tx) error {
-			for _, o := range batch {
-				if o.apply == nil {
-					continue
-				}
-				if err := o.apply(tx); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
 		changes := uint64(0)
 		for _, o := range batch {
 			if o.apply != nil {
 				changes++
 			}
 		}
+		// A batch of barriers alone has nothing to commit: what was queued
+		// before them is committed already, batches being committed in
+		// order, so they are answered without a transaction (and its sync).
+		var err error
+		if changes > 0 {
+			err = d.db.Update(func(tx *bolt.Tx) error {
+				for _, o := range batch {
+					if o.apply == nil {
+						continue
+					}
+					if err := o.apply(tx); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}
 		d.mu.Lock()
-		d.stats.Commits++
+		if changes > 0 {
+			d.stats.Commits++
+		}
 		d.stats.Changes += changes
 		if err != nil && d.err == nil {
 			d.err = fmt.Errorf("durable: commit failed: %w", err)
