@@ -310,12 +310,27 @@ func (s *Server) topicStats(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	doc := topicStatsDoc(st, trueParam(r, "getEarliestTimeInBacklog"))
+	excludeClients(r, &doc)
 	doc.BacklogQuotaLimitSize, doc.BacklogQuotaLimitTime = s.backlogQuotaLimits(topic)
 	doc.OwnerBroker = s.brokerID(r)
 	if isSystemTopic(topic) {
 		doc.SystemTopicBytesInCounter = doc.BytesInCounter
 	}
 	reply(w, doc, nil)
+}
+
+// excludeClients empties the lists a stats request's excludePublishers and
+// excludeConsumers leave out (Pulsar still writes them, empty).
+func excludeClients(r *http.Request, doc *topicStatsJSON) {
+	if trueParam(r, "excludePublishers") {
+		doc.Publishers = []publisherJSON{}
+	}
+	if trueParam(r, "excludeConsumers") {
+		for name, ss := range doc.Subscriptions {
+			ss.Consumers = []consumerJSON{}
+			doc.Subscriptions[name] = ss
+		}
+	}
 }
 
 // partitionedTopic names the partitioned topic of the request's path, with
@@ -355,6 +370,7 @@ func (s *Server) partitionedStats(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		doc := topicStatsDoc(st, trueParam(r, "getEarliestTimeInBacklog"))
+		excludeClients(r, &doc)
 		doc.BacklogQuotaLimitSize, doc.BacklogQuotaLimitTime = s.backlogQuotaLimits(pn)
 		doc.OwnerBroker = s.brokerID(r)
 		if perPartition {

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	padmin "github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin/config"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
 	"github.com/pulsarsim/pulsarsim/broker"
 )
@@ -90,4 +91,55 @@ func oldestBacklogAge(t *testing.T, url, topic string) int64 {
 		t.Fatalf("stats: %v, age %v", err, st.Age)
 	}
 	return *st.Age
+}
+
+// Topic stats leave out the producers and the consumers that the request's
+// excludePublishers and excludeConsumers name (the lists written empty, as
+// Pulsar 4.0.8 writes them), on a topic and on a partitioned topic's sum
+// and partitions.
+func TestTopicStatsExcludeProducersAndConsumersOnRequest(t *testing.T) {
+	b, url := serveAdmin(t)
+	a, err := padmin.New(&config.Config{WebServiceURL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CreatePartitionedTopic("persistent://public/default/excluded-parted", 1); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, b)
+	for _, topic := range []string{"persistent://public/default/excluded", "persistent://public/default/excluded-parted"} {
+		cons := internalStatsConsumer(t, c, topic, "s", pulsar.Shared)
+		defer cons.Close()
+		prod, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer prod.Close()
+	}
+	for _, exclude := range []bool{false, true} {
+		opts := utils.GetStatsOptions{ExcludePublishers: exclude, ExcludeConsumers: exclude}
+		want := 1
+		if exclude {
+			want = 0
+		}
+		check := func(what string, publishers []utils.PublisherStats, subs map[string]utils.SubscriptionStats) {
+			if len(publishers) != want || len(subs["s"].Consumers) != want {
+				t.Errorf("%s, exclude %v: %d producers and %d consumers in the stats, want %d of each", what, exclude,
+					len(publishers), len(subs["s"].Consumers), want)
+			}
+		}
+		st, err := a.Topics().GetStatsWithOption(topicName(t, "persistent://public/default/excluded"), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("topic", st.Publishers, st.Subscriptions)
+		ps, err := a.Topics().GetPartitionedStatsWithOption(topicName(t, "persistent://public/default/excluded-parted"), true, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("partitioned sum", ps.Publishers, ps.Subscriptions)
+		for name, part := range ps.Partitions {
+			check(name, part.Publishers, part.Subscriptions)
+		}
+	}
 }
