@@ -170,14 +170,17 @@ func readPartitionedMetadata(r *http.Request) (int, map[string]string, error) {
 // partitioned topic has some.
 func (s *Server) partitionedMetadataOf(topic string, n int) any {
 	type metadata struct {
-		Partitions int               `json:"partitions"`
-		Deleted    bool              `json:"deleted"`
-		Properties map[string]string `json:"properties,omitempty"`
+		Partitions int  `json:"partitions"`
+		Deleted    bool `json:"deleted"`
+		// Absent when the topic has none, {} when it has an empty set.
+		Properties *map[string]string `json:"properties,omitempty"`
 	}
 	md := metadata{Partitions: n}
 	if n > 0 {
 		if tn, err := broker.ParseTopicName(topic); err == nil && tn.Partition < 0 {
-			md.Properties, _ = s.b.TopicProperties(topic)
+			if props, err := s.b.TopicProperties(topic); err == nil && props != nil {
+				md.Properties = &props
+			}
 		}
 	}
 	return md
