@@ -51,6 +51,7 @@ func New(b *broker.Broker, opts ...Option) *Server {
 	s.routeNamespaces()
 	s.routeTopics()
 	s.routeTopicProperties()
+	s.routeBookieAffinity()
 	s.routeCursors()
 	s.routeTopicMaintenance()
 	s.routePolicies()

@@ -199,6 +199,7 @@ func (b *Broker) DeleteNamespace(ns string, force bool) error {
 	b.mu.Lock()
 	delete(b.registryLocked().Namespaces, ns)
 	delete(b.data.NamespacePolicies, ns)
+	delete(b.data.LocalPolicies, ns)
 	// Its bundles go with it: created again, it gets fresh ones.
 	b.data.Owners.Forget(ns)
 	b.mu.Unlock()

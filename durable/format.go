@@ -198,6 +198,8 @@ type metaRecord struct {
 	Namespaces            map[string]bool
 	NextLedger            uint64
 	AntiAffinityGroups    map[string]string
+	// LocalPolicies are the namespaces' other local policies.
+	LocalPolicies map[string]store.LocalPolicies `json:",omitempty"`
 	// NextProducerPrefix is the store's producer-name counter.
 	NextProducerPrefix uint64 `json:",omitempty"`
 	// Bundles are the namespaces' bundle boundaries (their owners are not
@@ -268,6 +270,7 @@ func (m *MetadataEncoder) Encode(st *store.Store) ([]byte, error) {
 		NextLedger:            st.NextLedger,
 		NextProducerPrefix:    st.NextProducerPrefix,
 		AntiAffinityGroups:    st.AntiAffinityGroups,
+		LocalPolicies:         st.LocalPolicies,
 		TenantClusters:        st.TenantClusters,
 	}
 	if st.Owners != nil {
@@ -319,10 +322,12 @@ func decodeMeta(v []byte, st *store.Store) error {
 	orEmpty(&r.NamespacePolicies)
 	orEmpty(&r.TopicPolicies)
 	orEmpty(&r.AntiAffinityGroups)
+	orEmpty(&r.LocalPolicies)
 	orEmpty(&r.TenantClusters)
 	st.Partitioned, st.NamespacePolicies, st.TopicPolicies = r.Partitioned, r.NamespacePolicies, r.TopicPolicies
 	st.PartitionedProperties = r.PartitionedProperties
 	st.AntiAffinityGroups = r.AntiAffinityGroups
+	st.LocalPolicies = r.LocalPolicies
 	st.TenantClusters = r.TenantClusters
 	st.Registry.Tenants, st.Registry.Namespaces = r.Tenants, r.Namespaces
 	if r.NextLedger > st.NextLedger {

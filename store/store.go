@@ -34,6 +34,25 @@ type Store struct {
 	// as Pulsar keeps them in a namespace's local policies: apart from the
 	// namespace, which need not exist.
 	AntiAffinityGroups map[string]string
+	// LocalPolicies are the rest of the namespaces' local policies that
+	// pulsarsim keeps (their bookie affinity groups): a namespace has an
+	// entry once any of its local policies was written, its anti-affinity
+	// group too, as Pulsar then has the node.
+	LocalPolicies map[string]LocalPolicies
+}
+
+// LocalPolicies are a namespace's local policies beyond its anti-affinity
+// group.
+type LocalPolicies struct {
+	// BookieAffinity is its bookie affinity group, nil when none is set.
+	BookieAffinity *BookieAffinityGroup `json:",omitempty"`
+}
+
+// BookieAffinityGroup is a namespace's bookie affinity group: the bookie
+// groups its ledgers are placed in first and second (nil: not set).
+type BookieAffinityGroup struct {
+	Primary   *string `json:",omitempty"`
+	Secondary *string `json:",omitempty"`
 }
 
 // New returns an empty store with a configuration store of its own.
@@ -51,6 +70,7 @@ func NewWithConfig(c *Config) *Store {
 		Owners:        bundles.NewTable(),
 
 		AntiAffinityGroups: map[string]string{},
+		LocalPolicies:      map[string]LocalPolicies{},
 	}
 }
 
