@@ -21,11 +21,8 @@ func (b *Broker) CreateTopicWithProperties(name string, props map[string]string)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.namespaceReadyLocked(tn.NamespaceName()) {
-		return errNoNamespace
-	}
-	if b.topicExistsLocked(tn) {
-		return ErrTopicExists
+	if err := b.creatableLocked(tn); err != nil {
+		return err
 	}
 	b.createOrRecordLocked(tn)
 	if len(props) == 0 || !tn.Persistent {
@@ -47,15 +44,29 @@ func (b *Broker) CreateTopicWithProperties(name string, props map[string]string)
 }
 
 // CreatePartitionedTopicWithProperties is CreatePartitionedTopic, the
-// partitioned topic starting with props (its partitions with none).
+// partitioned topic starting with props when they are not nil (its
+// partitions with none).
 func (b *Broker) CreatePartitionedTopicWithProperties(name string, n int, props map[string]string) error {
-	if err := b.CreatePartitionedTopic(name, n); err != nil || props == nil {
+	tn, err := ParseTopicName(name)
+	if err != nil {
 		return err
 	}
-	tn, _ := ParseTopicName(name)
+	switch {
+	case n < 1:
+		return ErrInvalidPartitions
+	case tn.Partition >= 0:
+		return errorf(ErrInvalidName, "Partitioned topic name %s should not end with -partition-N", tn)
+	}
 	b.mu.Lock()
-	b.data.PartitionedProperties[tn.String()] = maps.Clone(props)
-	b.mu.Unlock()
+	defer b.mu.Unlock()
+	if err := b.creatableLocked(tn); err != nil {
+		return err
+	}
+	b.data.Partitioned[tn.String()] = n
+	if props != nil {
+		b.data.PartitionedProperties[tn.String()] = maps.Clone(props)
+	}
+	b.createPartitionsLocked(tn, 0, n)
 	return nil
 }
 

@@ -14,26 +14,18 @@ func (b *Broker) CreateTopic(name string) error {
 // CreatePartitionedTopic creates a partitioned topic with n partitions, named
 // "<name>-partition-0" … "<name>-partition-<n-1>".
 func (b *Broker) CreatePartitionedTopic(name string, n int) error {
-	tn, err := ParseTopicName(name)
-	if err != nil {
-		return err
-	}
-	switch {
-	case n < 1:
-		return ErrInvalidPartitions
-	case tn.Partition >= 0:
-		return errorf(ErrInvalidName, "Partitioned topic name %s should not end with -partition-N", tn)
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	return b.CreatePartitionedTopicWithProperties(name, n, nil)
+}
+
+// creatableLocked says why a topic or partitioned topic cannot be created
+// under tn's name, nil when it can. The caller holds b.mu.
+func (b *Broker) creatableLocked(tn TopicName) error {
 	if !b.namespaceReadyLocked(tn.NamespaceName()) {
 		return errNoNamespace
 	}
 	if b.topicExistsLocked(tn) {
 		return ErrTopicExists
 	}
-	b.data.Partitioned[tn.String()] = n
-	b.createPartitionsLocked(tn, 0, n)
 	return nil
 }
 
