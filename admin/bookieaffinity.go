@@ -33,13 +33,9 @@ func (s *Server) routeBookieAffinity() {
 	s.mux.HandleFunc("DELETE "+path, s.removeBookieAffinity)
 }
 
-// namespaceNotFound words a missing namespace as these endpoints do.
-func namespaceNotFound(err error) error {
-	if errors.Is(err, broker.ErrNamespaceNotFound) {
-		return errStatus(http.StatusNotFound, "Namespace not found")
-	}
-	return err
-}
+// noNamespace is how these endpoints word a missing namespace
+// (namespaceMissing).
+var noNamespace = new("Namespace not found")
 
 func (s *Server) getBookieAffinity(w http.ResponseWriter, r *http.Request) {
 	ns, err := namespaceFromPath(r)
@@ -51,7 +47,7 @@ func (s *Server) getBookieAffinity(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, broker.ErrNoLocalPolicies):
 		reply(w, nil, errStatus(http.StatusNotFound, err.Error()))
 	case err != nil:
-		reply(w, nil, namespaceNotFound(err))
+		reply(w, nil, namespaceMissing(err, noNamespace))
 	case g == nil:
 		w.WriteHeader(http.StatusNoContent)
 	default:
@@ -66,7 +62,7 @@ func (s *Server) setBookieAffinity(w http.ResponseWriter, r *http.Request) {
 		g, err = readBookieAffinity(r)
 	}
 	if err == nil {
-		err = namespaceNotFound(s.b.SetBookieAffinity(ns, g))
+		err = namespaceMissing(s.b.SetBookieAffinity(ns, g), noNamespace)
 	}
 	reply(w, nil, err)
 }
@@ -74,7 +70,7 @@ func (s *Server) setBookieAffinity(w http.ResponseWriter, r *http.Request) {
 func (s *Server) removeBookieAffinity(w http.ResponseWriter, r *http.Request) {
 	ns, err := namespaceFromPath(r)
 	if err == nil {
-		err = namespaceNotFound(s.b.SetBookieAffinity(ns, nil))
+		err = namespaceMissing(s.b.SetBookieAffinity(ns, nil), noNamespace)
 	}
 	reply(w, nil, err)
 }

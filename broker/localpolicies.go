@@ -32,6 +32,7 @@ func (b *Broker) SetAntiAffinityGroup(ns, group string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.data.AntiAffinityGroups[ns] = group
+	// The namespace now has local policies (an entry, empty if it had none).
 	b.data.LocalPolicies[ns] = b.data.LocalPolicies[ns]
 }
 

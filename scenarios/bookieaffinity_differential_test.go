@@ -2,7 +2,6 @@ package scenarios_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	padmin "github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin"
@@ -23,8 +22,8 @@ func bookieAffinityStory(t *testing.T, tg *scenarios.Target, admin string) []str
 		t.Fatal(err)
 	}
 	// Namespaces of their own: a real broker keeps what other runs wrote.
-	run := strings.TrimPrefix(strings.TrimPrefix(tg.Topic("x"), "persistent://public/default/x"), "-")
-	ns := func(name string) string { return "public/" + name + run }
+	run := newMetaRun()
+	ns := func(name string) string { return "public/" + name + "-" + run }
 	var notes []string
 	for _, n := range []string{"affinity", "affinity-anti"} {
 		if err := a.Namespaces().CreateNamespace(ns(n)); err != nil {
